@@ -1,0 +1,3 @@
+from pelab.cli import main
+
+main()

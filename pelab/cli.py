@@ -1,0 +1,167 @@
+"""The `pelab` command. Every user mistake ends as one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from typer.exceptions import Abort, TyperException
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pelab.errors import PelabError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="pelab: why are positional encodings added, not concatenated? Measure it.",
+)
+# Wide when piped, so tables stay readable in logs and CI output.
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+def parse_grid(grid: str | None) -> tuple[int, int] | None:
+    if grid is None:
+        return None
+    try:
+        rows, cols = (int(v) for v in grid.lower().split("x"))
+        assert rows > 0 and cols > 0
+    except (ValueError, AssertionError):
+        raise PelabError(f"grid: expected ROWSxCOLS with positive integers, e.g. 4x4 (got {grid!r})") from None
+    return rows, cols
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """Every position scheme and combiner, one line each."""
+    from pelab.combine import COMBINERS
+    from pelab.positions import SCHEMES
+
+    t = Table(title="position schemes", title_justify="left")
+    t.add_column("name", style="bold")
+    t.add_column("acts at")
+    t.add_column("description")
+    for name, cls in SCHEMES.items():
+        t.add_row(name, ", ".join(cls.hooks) or "nowhere", escape(cls.description))
+    t.add_row("segment", "input", "token-type embeddings (n_segments > 0), combined by the same combiner")
+    console.print(t)
+    t = Table(title="combiners", title_justify="left")
+    t.add_column("name", style="bold")
+    t.add_column("description")
+    for name, cls in COMBINERS.items():
+        t.add_row(name, escape(cls.description))
+    console.print(t)
+
+
+@app.command()
+def show(
+    scheme: Annotated[str, typer.Argument(help="position scheme, e.g. sinusoidal")],
+    d: Annotated[int, typer.Option(help="width of the encoding")] = 512,
+    length: Annotated[int, typer.Option(help="number of positions")] = 128,
+    layout: Annotated[str, typer.Option(help="sinusoidal layout: paper | tensor2tensor")] = "paper",
+    grid: Annotated[Optional[str], typer.Option(help="patch grid ROWSxCOLS for sincos2d")] = None,
+    max_len: Annotated[int, typer.Option(help="size of a learned table")] = 512,
+    csv: Annotated[Optional[Path], typer.Option(help="write the table here: one row per position, no header")] = None,
+    png: Annotated[Optional[Path], typer.Option(help="write a heatmap here (default: SCHEME.png when no --csv)")] = None,
+) -> None:
+    """The scheme's input table (positions x dimensions) as a heatmap and/or CSV."""
+    import numpy as np
+
+    from pelab.config import PositionConfig, build
+    from pelab.tables import scheme_table
+
+    if d < 1 or length < 1:
+        raise PelabError(f"{'d' if d < 1 else 'length'}: must be a positive integer")
+    position = build(PositionConfig, scheme=scheme, layout=layout)
+    table = scheme_table(position, d, length, parse_grid(grid), max_len=max_len)
+    if table is None:
+        raise PelabError(
+            f"scheme: {scheme} has no input table (it acts inside attention); "
+            "schemes with one: sinusoidal, learned, sincos2d"
+        )
+    values = table.numpy()
+    if csv is not None:
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        np.savetxt(csv, values, delimiter=",", fmt="%.17g")
+        console.print(f"wrote {csv} ({length} positions x {d} dimensions)")
+    if png is None and csv is None:
+        png = Path(f"{scheme}.png")
+    if png is not None:
+        from pelab.plots import heatmap
+
+        extra = f", {layout} layout" if scheme == "sinusoidal" else (", at initialisation" if scheme == "learned" else "")
+        heatmap(values, png, f"{scheme} (d={d}, {length} positions{extra})")
+        console.print(f"wrote {png}")
+
+
+@app.command()
+def params(
+    d: Annotated[int, typer.Option(help="base width d")] = 64,
+    layers: Annotated[int, typer.Option(help="Transformer blocks")] = 2,
+    heads: Annotated[int, typer.Option(help="attention heads")] = 4,
+    position: Annotated[str, typer.Option(help="position scheme with an input table")] = "sinusoidal",
+    d_position: Annotated[Optional[int], typer.Option(help="position channels when concatenated")] = None,
+    length: Annotated[int, typer.Option(help="sequence length for attention FLOPs")] = 64,
+    vocab: Annotated[int, typer.Option(help="vocabulary size (inputs and outputs)")] = 16,
+    kind: Annotated[str, typer.Option(help="encoder | decoder")] = "encoder",
+) -> None:
+    """Parameters and FLOPs per token for every combiner at the same settings."""
+    from pelab.combine import COMBINERS
+    from pelab.config import ModelConfig, PositionConfig, build
+    from pelab.model import Transformer
+    from pelab.positions import scheme_class
+
+    has_table = scheme_class(position).has_table
+    t = Table(title=f"d={d}, {layers} layers, {heads} heads, position={position}, T={length}, vocab={vocab}")
+    for col in ("combine", "d_token", "d_position", "d_model", "parameters", "x add", "FLOPs/token (fwd)", "x add"):
+        t.add_column(col, justify="left" if col == "combine" else "right")
+    base: tuple[int, int] | None = None
+    for name, cls in COMBINERS.items():
+        scheme = position if cls.uses_position == has_table else "none"
+        if cls.uses_position and not has_table:
+            t.add_row(name, "-", "-", "-", f"n/a: {position} has no input table", "", "", "")
+            continue
+        cfg = build(
+            ModelConfig,
+            kind=kind,
+            vocab_size=vocab,
+            n_outputs=vocab,
+            d=d,
+            d_position=d_position,
+            n_layers=layers,
+            n_heads=heads,
+            max_len=max(length, 512),
+            position=build(PositionConfig, scheme=scheme),
+            combine=name,
+        )
+        model = Transformer(cfg)
+        n, f = model.num_parameters(), model.flops_per_token(length)
+        if base is None:
+            base = (n, f)
+        w = cfg.widths()
+        label = name if scheme == position else f"{name} (position={scheme})"
+        t.add_row(
+            label, str(w.token), str(w.sides.get("position", 0)), str(w.model),
+            f"{n:,}", f"{n / base[0]:.3f}", f"{f:,}", f"{f / base[1]:.3f}",
+        )
+    console.print(t)
+
+
+def main() -> None:
+    """Entry point: one-line errors, exit 2, no traceback."""
+    try:
+        rc = app(standalone_mode=False)
+    except PelabError as e:
+        print(f"pelab: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except TyperException as e:  # click's usage errors: bad option, missing argument
+        print(f"pelab: error: {e.format_message()}", file=sys.stderr)
+        sys.exit(2)
+    except (Abort, KeyboardInterrupt):
+        print("pelab: interrupted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)

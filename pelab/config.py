@@ -1,0 +1,153 @@
+"""Validated, frozen configurations: the single source of truth for a model.
+
+Every field has a default and a line of documentation; a config round-trips
+through JSON, and its canonical hash (sorted-key JSON, SHA-256) names a run, so
+the same experiment always gets the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pelab.combine import COMBINERS, Widths, combiner_class
+from pelab.errors import PelabError, unknown
+from pelab.positions import SCHEMES, scheme_class
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    def digest(self, n: int = 16) -> str:
+        """Content hash of the canonical JSON: equal configs get equal ids."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:n]
+
+
+class PositionConfig(Frozen):
+    """A position scheme and its options (each scheme reads only its own)."""
+
+    scheme: str = Field("sinusoidal", description="registered scheme name (see `pelab list`)")
+    layout: Literal["paper", "tensor2tensor"] = Field("paper", description="sinusoidal channel layout")
+    keep: Literal["fastest", "slowest", "spread"] = Field(
+        "fastest", description="sinusoidal frequencies kept when positions get fewer than d channels"
+    )
+    base: float = Field(10000.0, gt=1, description="sinusoidal / rotary wavelength base")
+    min_timescale: float = Field(1.0, gt=0, description="tensor2tensor layout: shortest timescale")
+    max_timescale: float = Field(1.0e4, gt=0, description="tensor2tensor layout: longest timescale")
+    rotary_fraction: float = Field(1.0, gt=0, le=1, description="share of each head's channels that rotary turns")
+    t5_buckets: int = Field(32, ge=4, description="T5 relative-position buckets")
+    t5_max_distance: int = Field(128, ge=2, description="T5: offsets beyond this share the last bucket")
+
+    @field_validator("scheme")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in SCHEMES:
+            raise unknown("position", v, SCHEMES)
+        return v
+
+    def options(self) -> dict[str, object]:
+        return self.model_dump(exclude={"scheme"})
+
+
+class ModelConfig(Frozen):
+    """A Transformer encoder or causal decoder and how position enters it."""
+
+    kind: Literal["encoder", "decoder"] = Field("encoder", description="bidirectional encoder or causal decoder")
+    vocab_size: int | None = Field(16, ge=2, description="input vocabulary (None when inputs are patch vectors)")
+    patch_dim: int | None = Field(None, ge=1, description="width of continuous input vectors (image patches)")
+    n_outputs: int = Field(16, ge=1, description="output classes per token (head=token) or per sequence (head=pool)")
+    head: Literal["token", "pool"] = Field("token", description="predict per token, or per sequence from the mean")
+    n_segments: int = Field(0, ge=0, description="number of segment (token-type) ids; 0 = no segment embedding")
+    grid: tuple[int, int] | None = Field(None, description="patch grid (rows, cols) for 2-D position schemes")
+    d: int = Field(64, ge=2, description="base width: the model width for every combiner but concat_wide")
+    d_position: int | None = Field(None, ge=1, description="position channels when concatenated (default d/4)")
+    d_segment: int | None = Field(None, ge=1, description="segment channels when concatenated (default d/8)")
+    n_layers: int = Field(2, ge=1, description="Transformer blocks")
+    n_heads: int = Field(4, ge=1, description="attention heads")
+    d_ff: int | None = Field(None, ge=1, description="feed-forward width (default 4 x model width)")
+    max_len: int = Field(512, ge=1, description="longest sequence learned tables can serve")
+    dropout: float = Field(0.0, ge=0, lt=1, description="dropout after attention and feed-forward")
+    position: PositionConfig = Field(default_factory=PositionConfig)
+    combine: str = Field("add", description="how token, position and segment vectors meet (see `pelab list`)")
+
+    @field_validator("combine")
+    @classmethod
+    def _known_combiner(cls, v: str) -> str:
+        if v not in COMBINERS:
+            raise unknown("combine", v, COMBINERS)
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelConfig:
+        if (self.vocab_size is None) == (self.patch_dim is None):
+            raise ValueError("vocab_size: give exactly one of vocab_size (token ids) or patch_dim (vectors)")
+        scheme, comb = scheme_class(self.position.scheme), combiner_class(self.combine)
+        if comb.uses_position and not scheme.has_table and not self.n_segments:
+            raise ValueError(
+                f"combine: position={self.position.scheme} has no input table, so combine={self.combine} has "
+                "nothing to combine; use combine=none"
+            )
+        if not comb.uses_position and scheme.has_table:
+            raise ValueError(
+                f"combine: combine=none would discard the {self.position.scheme} table; use position=none, "
+                "or an attention-level scheme (rotary, alibi, t5, untied)"
+            )
+        w = self.widths()
+        if w.model % self.n_heads:
+            raise ValueError(
+                f"n_heads: model width {w.model} ({self.combine} with d={self.d}) is not divisible by n_heads={self.n_heads}"
+            )
+        return self
+
+    # Derived quantities live here so every consumer derives them the same way.
+    @property
+    def d_position_requested(self) -> int:
+        return self.d_position if self.d_position is not None else max(2, self.d // 4)
+
+    @property
+    def d_segment_requested(self) -> int:
+        return self.d_segment if self.d_segment is not None else max(1, self.d // 8)
+
+    def sides(self) -> dict[str, int]:
+        """The side signals present at the input and the widths they ask for when concatenated."""
+        out: dict[str, int] = {}
+        if combiner_class(self.combine).uses_position and scheme_class(self.position.scheme).has_table:
+            out["position"] = self.d_position_requested
+        if self.n_segments:
+            out["segment"] = self.d_segment_requested
+        return out
+
+    def widths(self) -> Widths:
+        return combiner_class(self.combine).compute_widths(self.d, self.sides())
+
+    @property
+    def head_dim(self) -> int:
+        return self.widths().model // self.n_heads
+
+    @property
+    def ff_width(self) -> int:
+        return self.d_ff if self.d_ff is not None else 4 * self.widths().model
+
+
+def validation_message(err: ValidationError) -> str:
+    """One line from a pydantic error: the field path, then what is wrong."""
+    first = err.errors()[0]
+    msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    if ":" in msg.split(" ")[0]:  # our own messages already name their field
+        return msg
+    return f"{loc}: {msg}" if loc else msg
+
+
+def build(cls: type[Frozen], **values: object) -> Frozen:
+    """Construct a config, turning validation failures into one-line PelabErrors."""
+    try:
+        return cls(**values)
+    except ValidationError as e:
+        raise PelabError(validation_message(e)) from None

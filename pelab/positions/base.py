@@ -1,0 +1,88 @@
+"""The one interface every position scheme implements.
+
+A scheme can act at three places in a Transformer, and each hook is a no-op by
+default, so the model never asks "which scheme is this?":
+
+* ``table(positions)``: vectors combined with the token embeddings at the input
+  (sinusoidal, learned, 2-D sin-cos). ``None`` means "nothing at the input".
+* ``rotate(q, k, positions)``: a transform of queries and keys (rotary).
+* ``bias(q_positions, k_positions)``: an additive bias on attention logits
+  (ALiBi, T5 relative buckets, untied position-position term).
+
+Dimension letters: T sequence length, D table width, H heads, E head width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import Tensor, nn
+
+
+@dataclass(frozen=True)
+class SchemeContext:
+    """What a scheme may need to know about the model it serves.
+
+    ``width`` is the width of the input table the combiner asked for (d_position);
+    ``model_width`` the width of the residual stream; ``reference_width`` the width
+    a full-size table would have (d), which sinusoidal uses to pick frequencies
+    when the combiner keeps only part of them.
+    """
+
+    width: int
+    model_width: int
+    reference_width: int
+    n_heads: int
+    head_dim: int
+    max_len: int
+    causal: bool
+    grid: tuple[int, int] | None = None
+
+
+class PositionScheme(nn.Module):
+    """Base class: all three hooks are no-ops."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    #: True when ``table`` returns vectors, so the input combiner has something to combine.
+    has_table: ClassVar[bool] = False
+    #: Where the scheme acts, for ``pelab list``.
+    hooks: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, ctx: SchemeContext, **options: object) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def table(self, positions: Tensor) -> Tensor | None:
+        """(T,) integer positions -> (T, D) vectors, or None."""
+        return None
+
+    def rotate(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """q, k: (B, H, T, E); positions (T,). Identity unless the scheme rotates."""
+        return q, k
+
+    def bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor | None:
+        """(Tq,), (Tk,) -> (H, Tq, Tk) additive logit bias, or None."""
+        return None
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def flops_per_token(self, seq_len: int) -> int:
+        """Multiply-add FLOPs (x2) this scheme spends per token in one forward pass."""
+        return 0
+
+    def check_length(self, length: int) -> None:
+        """Raise a PelabError when the scheme cannot serve sequences this long."""
+
+
+def relative_offsets(q_positions: Tensor, k_positions: Tensor) -> Tensor:
+    """(Tq, Tk) matrix of key minus query positions."""
+    return k_positions[None, :] - q_positions[:, None]
+
+
+def positions_like(length: int, device: torch.device | str | None = None) -> Tensor:
+    return torch.arange(length, device=device)

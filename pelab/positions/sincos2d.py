@@ -1,0 +1,49 @@
+"""2-D sin-cos positions for a grid of image patches (ViT/MAE; He et al. 2022).
+
+As MAE's ``get_2d_sincos_pos_embed``: half the channels encode the column, half
+the row, each half a 1-D encoding [sin(x w_i), cos(x w_i)] with
+w_i = 10000^(-i / (D/4)), i < D/4. Flat position t is patch (t // W, t % W) of an
+H x W grid, row-major, so a sequence of patches needs no other bookkeeping.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pelab.errors import PelabError
+from pelab.positions import register
+from pelab.positions.base import PositionScheme, SchemeContext
+
+
+def sincos_1d(coord: Tensor, width: int) -> Tensor:
+    omega = 1.0 / 10000 ** (torch.arange(width // 2, dtype=torch.float64) / (width / 2.0))
+    angles = coord.to(torch.float64)[:, None] * omega[None, :]
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+
+
+def sincos_2d_table(positions: Tensor, width: int, grid: tuple[int, int]) -> Tensor:
+    """(T,) flat patch indices -> (T, width) float64 table (MAE's layout: column half, then row half)."""
+    if width % 4:
+        raise PelabError(f"d_position: sincos2d needs a width divisible by 4 (got {width})")
+    rows, cols = positions // grid[1], positions % grid[1]
+    return torch.cat([sincos_1d(cols, width // 2), sincos_1d(rows, width // 2)], dim=1)
+
+
+@register
+class SinCos2D(PositionScheme):
+    name = "sincos2d"
+    description = "fixed 2-D sin-cos table over a patch grid (ViT/MAE); needs the task's grid"
+    has_table = True
+    hooks = ("input",)
+
+    def __init__(self, ctx: SchemeContext, **_: object) -> None:
+        super().__init__(ctx)
+        if ctx.grid is None:
+            raise PelabError("grid: position=sincos2d needs a patch grid (use an image task, or --grid HxW)")
+        sincos_2d_table(torch.arange(1), ctx.width, ctx.grid)  # validate the width now
+
+    def table(self, positions: Tensor) -> Tensor:
+        return sincos_2d_table(positions.cpu(), self.ctx.width, self.ctx.grid).to(
+            positions.device, torch.get_default_dtype()
+        )

@@ -1,0 +1,118 @@
+"""Fixed sinusoidal positions (Vaswani et al., 2017, "Attention is all you need", §3.5).
+
+Two layouts of the same idea:
+
+* ``paper``: PE(pos, 2i) = sin(pos / base^(2i/d)), PE(pos, 2i+1) = cos(pos / base^(2i/d)),
+  sines and cosines interleaved, frequencies falling from 1 to 1/base.
+* ``tensor2tensor``: exactly ``get_timing_signal_1d`` of tensor2tensor (and the
+  released Transformer code): all sines, then all cosines, with
+  inv_timescale_i = 1/min_timescale * exp(-i * log(max/min) / (K - 1)), K = d // 2,
+  and a zero channel padded when d is odd.
+
+When a concat combiner gives positions only ``width`` < d channels, ``keep`` says
+which frequencies of the d-wide encoding survive: ``fastest`` (default: they carry
+the most position signal over short sequences), ``slowest``, or ``spread`` (a
+native ``width``-wide encoding whose frequencies span the whole range).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from pelab.errors import PelabError
+from pelab.positions import register
+from pelab.positions.base import PositionScheme, SchemeContext
+
+LAYOUTS = ("paper", "tensor2tensor")
+KEEPS = ("fastest", "slowest", "spread")
+
+
+def inv_frequencies(layout: str, d: int, base: float, min_timescale: float, max_timescale: float) -> Tensor:
+    """Angular frequencies (float64) of a d-wide encoding, fastest first."""
+    if layout == "paper":
+        i = torch.arange(0, (d + 1) // 2, dtype=torch.float64)
+        return base ** (-2.0 * i / d)
+    k = d // 2
+    increment = math.log(max_timescale / min_timescale) / max(k - 1, 1)
+    return torch.exp(torch.arange(k, dtype=torch.float64) * -increment) / min_timescale
+
+
+def lay_out(layout: str, positions: Tensor, inv_freq: Tensor, width: int) -> Tensor:
+    """Sin/cos of positions x frequencies arranged as ``layout`` into ``width`` channels."""
+    angles = positions.to(torch.float64)[:, None] * inv_freq[None, :]  # (T, K)
+    if layout == "paper":
+        out = torch.empty(positions.shape[0], 2 * inv_freq.shape[0], dtype=torch.float64)
+        out[:, 0::2] = torch.sin(angles)
+        out[:, 1::2] = torch.cos(angles)
+        return out[:, :width]
+    out = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    if out.shape[1] < width:  # odd width: tensor2tensor pads one zero channel
+        out = torch.nn.functional.pad(out, (0, width - out.shape[1]))
+    return out
+
+
+def sinusoid_table(
+    positions: Tensor,
+    width: int,
+    *,
+    layout: str = "paper",
+    reference_width: int | None = None,
+    keep: str = "fastest",
+    base: float = 10000.0,
+    min_timescale: float = 1.0,
+    max_timescale: float = 1.0e4,
+) -> Tensor:
+    """(T,) positions -> (T, width) float64 table; a pure function the analyses reuse."""
+    if layout not in LAYOUTS:
+        raise PelabError(f"layout: unknown value {layout!r}; allowed: {', '.join(LAYOUTS)}")
+    if keep not in KEEPS:
+        raise PelabError(f"keep: unknown value {keep!r}; allowed: {', '.join(KEEPS)}")
+    if width < 2:
+        raise PelabError(f"d_position: sinusoidal needs a width of at least 2 (got {width})")
+    d = reference_width or width
+    if keep == "spread" or d == width:
+        d = width
+    n = (width + 1) // 2 if layout == "paper" else width // 2
+    freqs = inv_frequencies(layout, d, base, min_timescale, max_timescale)
+    freqs = freqs[:n] if keep == "fastest" else freqs[len(freqs) - n :]
+    return lay_out(layout, positions.cpu(), freqs, width)
+
+
+@register
+class Sinusoidal(PositionScheme):
+    name = "sinusoidal"
+    description = "fixed sin/cos table added at the input (Vaswani et al. 2017); layouts paper | tensor2tensor"
+    has_table = True
+    hooks = ("input",)
+
+    def __init__(
+        self,
+        ctx: SchemeContext,
+        layout: str = "paper",
+        keep: str = "fastest",
+        base: float = 10000.0,
+        min_timescale: float = 1.0,
+        max_timescale: float = 1.0e4,
+        **_: object,
+    ) -> None:
+        super().__init__(ctx)
+        # The table is a pure function of the options: cache it for the longest length
+        # used so far, as a non-persistent buffer so checkpoints stay parameter-only.
+        self.options = dict(layout=layout, keep=keep, base=base, min_timescale=min_timescale, max_timescale=max_timescale)
+        sinusoid_table(torch.arange(1), ctx.width, reference_width=ctx.reference_width, **self.options)  # validate early
+        self.register_buffer("_cache", torch.empty(0, ctx.width), persistent=False)
+
+    def table(self, positions: Tensor) -> Tensor:
+        need = int(positions.max()) + 1 if positions.numel() else 0
+        if self._cache.shape[0] < need:
+            full = sinusoid_table(
+                torch.arange(max(need, 2 * self._cache.shape[0])),
+                self.ctx.width,
+                reference_width=self.ctx.reference_width,
+                **self.options,
+            )
+            self._cache = full.to(self._cache.device, self._cache.dtype)
+        return self._cache[positions]

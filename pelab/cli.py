@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
-from typer.exceptions import Abort, TyperException
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.exceptions import Abort, TyperException
 
 from pelab.errors import PelabError
 
@@ -63,10 +63,10 @@ def show(
     d: Annotated[int, typer.Option(help="width of the encoding")] = 512,
     length: Annotated[int, typer.Option(help="number of positions")] = 128,
     layout: Annotated[str, typer.Option(help="sinusoidal layout: paper | tensor2tensor")] = "paper",
-    grid: Annotated[Optional[str], typer.Option(help="patch grid ROWSxCOLS for sincos2d")] = None,
+    grid: Annotated[str | None, typer.Option(help="patch grid ROWSxCOLS for sincos2d")] = None,
     max_len: Annotated[int, typer.Option(help="size of a learned table")] = 512,
-    csv: Annotated[Optional[Path], typer.Option(help="write the table here: one row per position, no header")] = None,
-    png: Annotated[Optional[Path], typer.Option(help="write a heatmap here (default: SCHEME.png when no --csv)")] = None,
+    csv: Annotated[Path | None, typer.Option(help="write the table here: one row per position, no header")] = None,
+    png: Annotated[Path | None, typer.Option(help="write a heatmap here (default: SCHEME.png when no --csv)")] = None,
 ) -> None:
     """The scheme's input table (positions x dimensions) as a heatmap and/or CSV."""
     import numpy as np
@@ -93,7 +93,9 @@ def show(
     if png is not None:
         from pelab.plots import heatmap
 
-        extra = f", {layout} layout" if scheme == "sinusoidal" else (", at initialisation" if scheme == "learned" else "")
+        extra = (
+            f", {layout} layout" if scheme == "sinusoidal" else (", at initialisation" if scheme == "learned" else "")
+        )
         heatmap(values, png, f"{scheme} (d={d}, {length} positions{extra})")
         console.print(f"wrote {png}")
 
@@ -104,7 +106,7 @@ def params(
     layers: Annotated[int, typer.Option(help="Transformer blocks")] = 2,
     heads: Annotated[int, typer.Option(help="attention heads")] = 4,
     position: Annotated[str, typer.Option(help="position scheme with an input table")] = "sinusoidal",
-    d_position: Annotated[Optional[int], typer.Option(help="position channels when concatenated")] = None,
+    d_position: Annotated[int | None, typer.Option(help="position channels when concatenated")] = None,
     length: Annotated[int, typer.Option(help="sequence length for attention FLOPs")] = 64,
     vocab: Annotated[int, typer.Option(help="vocabulary size (inputs and outputs)")] = 16,
     kind: Annotated[str, typer.Option(help="encoder | decoder")] = "encoder",
@@ -145,10 +147,130 @@ def params(
         w = cfg.widths()
         label = name if scheme == position else f"{name} (position={scheme})"
         t.add_row(
-            label, str(w.token), str(w.sides.get("position", 0)), str(w.model),
-            f"{n:,}", f"{n / base[0]:.3f}", f"{f:,}", f"{f / base[1]:.3f}",
+            label,
+            str(w.token),
+            str(w.sides.get("position", 0)),
+            str(w.model),
+            f"{n:,}",
+            f"{n / base[0]:.3f}",
+            f"{f:,}",
+            f"{f / base[1]:.3f}",
         )
     console.print(t)
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Option(help="task name (see `pelab list`)")] = "reverse",
+    position: Annotated[str, typer.Option(help="position scheme")] = "sinusoidal",
+    combine: Annotated[str, typer.Option(help="combiner")] = "add",
+    d: Annotated[int, typer.Option(help="base width d")] = 64,
+    d_position: Annotated[int | None, typer.Option(help="position channels when concatenated")] = None,
+    layers: Annotated[int, typer.Option(help="Transformer blocks")] = 2,
+    heads: Annotated[int, typer.Option(help="attention heads")] = 4,
+    layout: Annotated[str, typer.Option(help="sinusoidal layout: paper | tensor2tensor")] = "paper",
+    length: Annotated[int, typer.Option(help="problem size at training")] = 16,
+    vocab: Annotated[int, typer.Option(help="symbols in synthetic tasks")] = 16,
+    k: Annotated[int, typer.Option(help="rotate / offset distance")] = 2,
+    corpus: Annotated[str | None, typer.Option(help="text file or folder for charlm")] = None,
+    steps: Annotated[int, typer.Option(help="optimiser steps")] = 400,
+    batch: Annotated[int, typer.Option(help="sequences per step")] = 32,
+    lr: Annotated[float, typer.Option(help="peak learning rate")] = 1e-3,
+    seed: Annotated[int, typer.Option(help="seed for initialisation and data")] = 0,
+    device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
+    threads: Annotated[int | None, typer.Option(help="torch threads (default: all cores)")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Train and evaluate one model; print its result."""
+    from pelab.config import RunConfig, build
+    from pelab.train import train_run
+
+    cfg = build(
+        RunConfig,
+        task=dict(name=task, length=length, vocab=vocab, k=k, corpus=corpus),
+        model=dict(
+            d=d,
+            d_position=d_position,
+            n_layers=layers,
+            n_heads=heads,
+            combine=combine,
+            position=dict(scheme=position, layout=layout),
+        ),
+        train=dict(steps=steps, batch_size=batch, lr=lr),
+        seed=seed,
+    )
+    from pelab.device import resolve_device
+
+    resolve_device(device)  # a bad device name is the user's mistake, not the run's
+    with console.status(f"training {cfg.run_id} ({steps} steps)") as status:
+        result = train_run(
+            cfg,
+            device=device,
+            threads=threads,
+            on_step=lambda s, n: status.update(f"training {cfg.run_id}: step {s}/{n}") if s % 10 == 0 else None,
+        )
+    if json_out:
+        print(result.model_dump_json(indent=2))
+    else:
+        from pelab.report.console import print_result
+
+        print_result(console, cfg, result)
+    if result.status != "done":
+        raise typer.Exit(1)
+
+
+@app.command()
+def study(
+    file: Annotated[Path | None, typer.Argument(help="study file (TOML)")] = None,
+    out: Annotated[Path | None, typer.Option(help="study folder (results database, checkpoints)")] = None,
+    workers: Annotated[int, typer.Option(help="runs at a time (local processes)")] = 1,
+    threads: Annotated[int | None, typer.Option(help="torch threads per worker (default: cores / workers)")] = None,
+    device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
+    backend: Annotated[str, typer.Option(help="local")] = "local",
+    checkpoints: Annotated[bool, typer.Option(help="save each model's weights (safetensors)")] = False,
+) -> None:
+    """Run a study: every grid point x seed, in parallel, resumable; results in OUT/results.sqlite."""
+    from pelab.device import resolve_device
+    from pelab.study.driver import run_study
+    from pelab.study.grid import load_study
+
+    if file is None:
+        raise PelabError("study: give a study file (presets arrive with the main job)")
+    spec = load_study(file)
+    resolve_device(device)
+    out = out or Path("pelab-out") / file.stem
+    outcome = run_study(
+        spec,
+        out,
+        workers=workers,
+        threads=threads,
+        device=device,
+        backend=backend,
+        checkpoints=checkpoints,
+        console=console,
+    )
+    console.print(
+        f"{outcome.ran} run(s) in {outcome.seconds:.0f}s ({outcome.skipped} already stored, "
+        f"{outcome.failed} failed, {outcome.diverged} diverged); results: {out}"
+    )
+    _results_table(out)
+
+
+def _results_table(out: Path, by: list[str] | None = None, csv: Path | None = None, metric: str | None = None) -> None:
+    from pelab.report.console import results_table
+
+    results_table(console, out, by=by, csv=csv, metric=metric)
+
+
+@app.command()
+def results(
+    out: Annotated[Path, typer.Argument(help="study folder")],
+    by: Annotated[list[str] | None, typer.Option(help="group by this config key (repeatable)")] = None,
+    csv: Annotated[Path | None, typer.Option(help="also write the per-arm table here")] = None,
+    metric: Annotated[str | None, typer.Option(help="main metric (default: acc, or ppl for charlm)")] = None,
+) -> None:
+    """Per arm: mean and 95% interval over seeds, with parameters and FLOPs beside."""
+    _results_table(out, by=by, csv=csv, metric=metric)
 
 
 def main() -> None:

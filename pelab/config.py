@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pelab.combine import COMBINERS, Widths, combiner_class
 from pelab.errors import PelabError, unknown
-from pelab.positions import SCHEMES, scheme_class
+from pelab.positions import SCHEMES, SchemeContext, scheme_class
 
 
 class Frozen(BaseModel):
@@ -101,9 +101,24 @@ class ModelConfig(Frozen):
         w = self.widths()
         if w.model % self.n_heads:
             raise ValueError(
-                f"n_heads: model width {w.model} ({self.combine} with d={self.d}) is not divisible by n_heads={self.n_heads}"
+                f"n_heads: model width {w.model} ({self.combine} with d={self.d}) "
+                f"is not divisible by n_heads={self.n_heads}"
             )
+        scheme(self.scheme_context(), **self.position.options())  # the scheme checks its own options and widths
         return self
+
+    def scheme_context(self) -> SchemeContext:
+        w = self.widths()
+        return SchemeContext(
+            width=w.sides.get("position", self.d),
+            model_width=w.model,
+            reference_width=self.d,
+            n_heads=self.n_heads,
+            head_dim=w.model // self.n_heads,
+            max_len=self.max_len,
+            causal=self.kind == "decoder",
+            grid=self.grid,
+        )
 
     # Derived quantities live here so every consumer derives them the same way.
     @property
@@ -151,3 +166,88 @@ def build(cls: type[Frozen], **values: object) -> Frozen:
         return cls(**values)
     except ValidationError as e:
         raise PelabError(validation_message(e)) from None
+
+
+class TaskConfig(Frozen):
+    """A task and its size; every arm of a study sees the same one."""
+
+    name: str = Field("reverse", description="registered task (see `pelab list`)")
+    length: int = Field(16, ge=1, description="problem size at training (symbols, pairs, characters)")
+    vocab: int = Field(16, ge=2, description="number of distinct symbols")
+    k: int = Field(2, ge=1, description="rotate / offset distance")
+    eval_multipliers: tuple[float, ...] = Field((1.0, 2.0), description="evaluate at these multiples of length")
+    corpus: str | None = Field(None, description="text file or folder for charlm (default: Python's stdlib)")
+    patch: int = Field(2, ge=1, description="digits: patch side in pixels (1, 2 or 4)")
+
+    @field_validator("name")
+    @classmethod
+    def _known_task(cls, v: str) -> str:
+        from pelab.tasks import TASKS
+
+        if v not in TASKS:
+            raise unknown("task", v, TASKS)
+        return v
+
+    @field_validator("eval_multipliers")
+    @classmethod
+    def _positive(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if not v or any(m <= 0 for m in v):
+            raise ValueError("eval_multipliers: give one or more positive multiples of length, e.g. [1, 2]")
+        return v
+
+
+class TrainConfig(Frozen):
+    """The budget and optimiser, held equal across the arms of a comparison."""
+
+    steps: int = Field(400, ge=1, description="optimiser steps")
+    batch_size: int = Field(32, ge=1, description="sequences per step")
+    lr: float = Field(1e-3, gt=0, description="peak learning rate (AdamW)")
+    warmup: float = Field(0.05, ge=0, lt=1, description="share of steps for linear warm-up, then cosine decay to 10%")
+    weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay")
+    grad_clip: float = Field(1.0, gt=0, description="clip the gradient norm to this")
+    eval_batches: int = Field(8, ge=1, description="evaluation batches per evaluated size")
+    eval_batch_size: int = Field(64, ge=1, description="sequences per evaluation batch")
+    curve_points: int = Field(20, ge=1, description="points on the learning curve")
+
+
+TASK_DECIDES = ("kind", "vocab_size", "patch_dim", "n_outputs", "head", "n_segments", "grid", "max_len")
+
+
+class RunConfig(Frozen):
+    """Everything that determines one run; its hash is the run's id."""
+
+    task: TaskConfig = Field(default_factory=TaskConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    seed: int = Field(0, ge=0, description="seeds model initialisation and data order")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task_decides(cls, data: object) -> object:
+        """The task, not the user, fixes the model's inputs and outputs (and the table size it needs)."""
+        if not isinstance(data, dict):
+            return data
+        from pelab.tasks import make_task
+
+        raw_task = data.get("task", {})
+        task_cfg = raw_task if isinstance(raw_task, TaskConfig) else TaskConfig.model_validate(raw_task)
+        task = make_task(task_cfg)
+        decided = dict(task.model_fields())
+        decided.setdefault("n_segments", 0)
+        decided.setdefault("grid", None)
+        decided.setdefault("patch_dim", None)
+        decided["max_len"] = task.seq_len(task.max_n)
+        raw_model = data.get("model", {})
+        model = raw_model.model_dump() if isinstance(raw_model, ModelConfig) else dict(raw_model)
+        for key in TASK_DECIDES:
+            given = model.get(key, decided[key])
+            if isinstance(given, list):
+                given = tuple(given)
+            if key in model and given != decided[key] and not isinstance(raw_model, ModelConfig):
+                raise ValueError(f"model.{key}: decided by the task {task_cfg.name!r} ({decided[key]}); leave it out")
+        model.update(decided)
+        return {**data, "task": task_cfg, "model": model}
+
+    @property
+    def run_id(self) -> str:
+        return self.digest()

@@ -41,7 +41,10 @@ class SinCos2D(PositionScheme):
         super().__init__(ctx)
         if ctx.grid is None:
             raise PelabError("grid: position=sincos2d needs a patch grid (use an image task, or --grid HxW)")
-        sincos_2d_table(torch.arange(1), ctx.width, ctx.grid)  # validate the width now
+        if ctx.width % 4:
+            # Name the setting the user chose: a full-width table (add-style combiners) is d wide.
+            field = "d" if ctx.width == ctx.reference_width else "d_position"
+            raise PelabError(f"{field}: sincos2d needs a width divisible by 4 (got {ctx.width})")
 
     def table(self, positions: Tensor) -> Tensor:
         return sincos_2d_table(positions.cpu(), self.ctx.width, self.ctx.grid).to(

@@ -101,8 +101,11 @@ class Sinusoidal(PositionScheme):
         super().__init__(ctx)
         # The table is a pure function of the options: cache it for the longest length
         # used so far, as a non-persistent buffer so checkpoints stay parameter-only.
-        self.options = dict(layout=layout, keep=keep, base=base, min_timescale=min_timescale, max_timescale=max_timescale)
-        sinusoid_table(torch.arange(1), ctx.width, reference_width=ctx.reference_width, **self.options)  # validate early
+        self.options = dict(
+            layout=layout, keep=keep, base=base, min_timescale=min_timescale, max_timescale=max_timescale
+        )
+        # validate early
+        sinusoid_table(torch.arange(1), ctx.width, reference_width=ctx.reference_width, **self.options)
         self.register_buffer("_cache", torch.empty(0, ctx.width), persistent=False)
 
     def table(self, positions: Tensor) -> Tensor:

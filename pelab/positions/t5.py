@@ -46,7 +46,8 @@ class T5Bias(PositionScheme):
         super().__init__(ctx)
         if t5_buckets < 4 or t5_max_distance <= t5_buckets // 4:
             raise PelabError(
-                f"t5_buckets: need at least 4 buckets and max_distance > buckets/4 (got {t5_buckets}, {t5_max_distance})"
+                "t5_buckets: need at least 4 buckets and max_distance > buckets/4 "
+                f"(got {t5_buckets}, {t5_max_distance})"
             )
         self.buckets, self.max_distance = t5_buckets, t5_max_distance
         self.weight = nn.Parameter(torch.randn(t5_buckets, ctx.n_heads) * 0.02)

@@ -1,0 +1,97 @@
+"""Terminal output of runs and studies (Rich tables)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pelab.config import RunConfig
+from pelab.errors import PelabError
+from pelab.train import RunResult
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def print_result(console: Console, cfg: RunConfig, r: RunResult) -> None:
+    m = cfg.model
+    title = (
+        f"run {r.run_id}: task={cfg.task.name} position={m.position.scheme} combine={m.combine} d={m.d} seed={cfg.seed}"
+    )
+    t = Table(title=escape(title), title_justify="left")
+    t.add_column("size n")
+    for col in ("loss", "acc", "exact", "ppl"):
+        t.add_column(col, justify="right")
+    for n, ev in r.evals.items():
+        t.add_row(n, fmt(ev["loss"]), fmt(ev["acc"]), fmt(ev["exact"]), fmt(ev.get("ppl", math.nan), 2))
+    console.print(t)
+    console.print(
+        f"status {r.status}{': ' + escape(r.reason) if r.reason else ''} | params {r.params:,} | "
+        f"FLOPs/token {r.flops_per_token:,} | {r.tokens_per_s:,.0f} tokens/s | {r.seconds:.1f}s on {r.device} "
+        f"x {r.threads} thread(s)"
+    )
+    if r.curve:
+        pts = r.curve[:: max(1, len(r.curve) // 8)] + ([r.curve[-1]] if len(r.curve) > 1 else [])
+        console.print(
+            "learning curve (step: train loss): " + ", ".join(f"{int(c['step'])}: {c['loss']:.3f}" for c in pts)
+        )
+
+
+def results_table(
+    console: Console, out: Path, by: list[str] | None = None, csv: Path | None = None, metric: str | None = None
+) -> None:
+    from pelab.study.grid import parse_study
+    from pelab.study.stats import runs_frame, summarize
+    from pelab.study.store import Store
+
+    store = Store(out, create=False)
+    try:
+        source = store.meta("study") or ""
+        rows = store.rows()
+    finally:
+        store.close()
+    if not rows:
+        raise PelabError(f"out: {out} has no stored runs yet")
+    frame = runs_frame(rows)
+    study = parse_study(source) if source else None
+    if study is not None:
+        frame = frame[frame.run_id.isin({r.run_id for r in study.runs})]
+    keys = by or (study.axes if study is not None else []) or ["task.name"]
+    for k in keys:
+        if k not in frame.columns:
+            allowed = sorted(c for c in frame.columns if "." in c and not c.startswith("m."))
+            raise PelabError(f"by: unknown key {k!r}; allowed: {', '.join(allowed)}")
+    ppl = "m.ppl" in frame.columns and frame["m.ppl"].notna().any()
+    main = metric or ("ppl" if ppl else "acc")
+    if f"m.{main}" not in frame.columns:
+        allowed = sorted(c[2:] for c in frame.columns if c.startswith("m."))
+        raise PelabError(f"metric: unknown value {main!r}; allowed: {', '.join(allowed)}")
+    # Accuracy at each evaluated size, smallest first, leaving out the one that repeats `acc`.
+    extra = sorted((c[2:] for c in frame.columns if c.startswith("m.acc_at_")), key=lambda c: int(c.split("_")[-1]))
+    extra = [e for e in extra if not (main == "acc" and frame[f"m.{e}"].equals(frame["m.acc"]))]
+    metrics = [main, *extra]
+    table = summarize(frame, keys, metrics)
+    if csv is not None:
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(csv, index=False)
+    t = Table(title=f"{escape(study.name) if study else out}: mean [95% interval] over seeds", title_justify="left")
+    for k in keys:
+        t.add_column(k.split(".")[-1] if k.count(".") else k)
+    t.add_column("seeds", justify="right")
+    for m in metrics:
+        t.add_column(m, justify="right")
+    t.add_column("params", justify="right")
+    t.add_column("FLOPs/token", justify="right")
+    for _, row in table.iterrows():
+        cells = [escape(str(row[k])) for k in keys]
+        seeds = f"{row['seeds']}" + (f" ({row['failed']} failed)" if row["failed"] else "")
+        vals = [f"{fmt(row[m])} [{fmt(row[m + '_lo'])}, {fmt(row[m + '_hi'])}]" for m in metrics]
+        t.add_row(*cells, seeds, *vals, f"{row['params']:,}", f"{row['flops_per_token']:,}")
+    console.print(t)
+    if csv is not None:
+        console.print(f"wrote {csv}")

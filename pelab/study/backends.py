@@ -1,0 +1,131 @@
+"""Where runs execute. The local backend: one fresh process per run, N at a time.
+
+A process per run (forked from a forkserver that has already imported torch, so
+starting one is cheap) means the driver always knows which run a dead worker was
+doing: a worker killed by a signal makes exactly that run ``failed``, and the
+study goes on. Workers ignore SIGINT (the driver decides what Ctrl-C means) and
+hold a "lifeline" pipe to the driver: if the driver dies, even by SIGKILL, the
+pipe reaches EOF and the worker exits instead of training for nobody.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+from pelab.config import RunConfig
+from pelab.train import RunResult
+
+OnResult = Callable[[RunConfig, RunResult], None]
+
+
+def default_threads(workers: int) -> int:
+    """Threads per worker so that workers x threads fits the cores."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def _watch_lifeline(lifeline: Connection) -> None:
+    try:
+        lifeline.recv()
+    except (EOFError, OSError):
+        pass
+    os._exit(3)  # the driver is gone: nobody will store this run
+
+
+def _worker(
+    cfg_json: str,
+    device: str,
+    threads: int,
+    checkpoint: str | None,
+    results: Connection,
+    lifeline: Connection,
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
+    from pelab.train import train_run
+
+    result = train_run(RunConfig.model_validate_json(cfg_json), device=device, threads=threads, checkpoint=checkpoint)
+    results.send(result.model_dump_json())
+    results.close()
+
+
+@dataclass
+class _Running:
+    cfg: RunConfig
+    process: mp.process.BaseProcess
+    results: Connection
+    lifeline: Connection
+
+
+def _context() -> mp.context.BaseContext:
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["pelab.train"])
+    return ctx
+
+
+def run_local(
+    runs: Iterable[RunConfig],
+    on_result: OnResult,
+    workers: int = 1,
+    threads: int | None = None,
+    device: str = "auto",
+    checkpoint_dir: str | Path | None = None,
+) -> None:
+    """Run every config, ``workers`` at a time, calling ``on_result`` in this process as each ends."""
+    ctx = _context()
+    threads = threads or default_threads(workers)
+    pending = list(runs)
+    running: list[_Running] = []
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                cfg = pending.pop(0)
+                res_r, res_w = ctx.Pipe(duplex=False)
+                life_r, life_w = ctx.Pipe(duplex=False)
+                ckpt = str(Path(checkpoint_dir) / f"{cfg.run_id}.safetensors") if checkpoint_dir else None
+                p = ctx.Process(
+                    target=_worker,
+                    args=(cfg.model_dump_json(), device, threads, ckpt, res_w, life_r),
+                    name=f"pelab-run-{cfg.run_id}",
+                    daemon=True,
+                )
+                p.start()
+                res_w.close()
+                life_r.close()
+                running.append(_Running(cfg, p, res_r, life_w))
+            wait([r.results for r in running] + [r.process.sentinel for r in running], timeout=5.0)
+            for r in list(running):
+                result = _collect(r)
+                if result is not None:
+                    running.remove(r)
+                    r.process.join(timeout=5)
+                    r.results.close()
+                    r.lifeline.close()
+                    on_result(r.cfg, result)
+    finally:
+        for r in running:  # interrupted: stop the workers, store nothing half-done
+            r.lifeline.close()
+            if r.process.is_alive():
+                r.process.kill()
+            r.process.join(timeout=5)
+
+
+def _collect(r: _Running) -> RunResult | None:
+    """The run's result if it has ended one way or another, else None."""
+    if r.results.poll():
+        try:
+            return RunResult.model_validate_json(r.results.recv())
+        except EOFError:
+            pass
+    elif r.process.is_alive():
+        return None
+    r.process.join(timeout=5)
+    code = r.process.exitcode
+    how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+    return RunResult(run_id=r.cfg.run_id, status="failed", reason=f"worker process died ({how}) before returning")

@@ -1,0 +1,200 @@
+"""Study files (TOML) and their expansion into runs.
+
+A study holds everything equal (``[task]``, ``[model]``, ``[train]``) except its
+scientific axes, and pairs seeds across arms. One or more grids:
+
+    name = "reverse: add or concatenate?"
+    seeds = [0, 1, 2]
+    [task]
+    name = "reverse"
+    [model]
+    d = 64
+    [train]
+    steps = 300
+    [axes]                                   # shorthand for a single grid
+    "model.combine" = ["add", "concat_split"]
+
+    [[grid]]                                 # or several, each with fixed settings
+    name = "attention-level schemes"
+    set = { "model.combine" = "none" }
+    axes = { "model.position.scheme" = ["rotary", "alibi"] }
+
+Axis keys are dotted paths into a run's config; an unknown key fails with the list
+of valid ones. The same config reached from two grids is one run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from pelab.config import TASK_DECIDES, PositionConfig, RunConfig, validation_message
+from pelab.errors import PelabError
+
+TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid")
+GRID_KEYS = ("name", "set", "axes")
+
+
+def settable_keys() -> list[str]:
+    """Every dotted path a study may set or vary."""
+
+    def walk(prefix: str, cls: type[BaseModel]) -> list[str]:
+        out = []
+        for name, f in cls.model_fields.items():
+            if prefix == "model." and name in TASK_DECIDES:
+                continue
+            if name == "position":
+                out += walk(f"{prefix}position.", PositionConfig)
+            elif isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel):
+                out += walk(f"{prefix}{name}.", f.annotation)
+            elif name != "seed":
+                out.append(prefix + name)
+        return out
+
+    return walk("", RunConfig)
+
+
+@dataclass
+class Grid:
+    name: str
+    fixed: dict[str, Any]
+    axes: dict[str, list[Any]]
+
+
+@dataclass
+class Study:
+    name: str
+    description: str
+    seeds: list[int]
+    base: dict[str, Any]
+    grids: list[Grid]
+    source: str = ""
+    runs: list[RunConfig] = field(default_factory=list)
+    #: run id -> names of the grids that contain it
+    membership: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def axes(self) -> list[str]:
+        """Every key varied by some grid, in first-seen order: the scientific axes."""
+        seen: dict[str, None] = {}
+        for g in self.grids:
+            for k in g.axes:
+                seen.setdefault(k, None)
+        return list(seen)
+
+
+def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = tree
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = value
+
+
+def _check_keys(where: str, keys: list[str], allowed: list[str]) -> None:
+    for k in keys:
+        if k not in allowed:
+            raise PelabError(f"{where}: unknown key {k!r}; allowed: {', '.join(allowed)}")
+
+
+def _flatten(prefix: str, tree: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            out.update(_flatten(f"{prefix}{k}.", v))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def parse_study(text: str, source: str = "") -> Study:
+    """Parse and fully validate a study (every run is constructed), or raise one PelabError."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise PelabError(f"study file: not valid TOML ({e})") from None
+    _check_keys("study", list(raw), list(TOP_KEYS))
+    allowed = settable_keys()
+    base: dict[str, Any] = {}
+    for section in ("task", "model", "train"):
+        value = raw.get(section, {})
+        if not isinstance(value, dict):
+            raise PelabError(f"{section}: must be a table of settings")
+        flat = _flatten(f"{section}.", value)
+        _check_keys(section, list(flat), allowed)
+        for k, v in flat.items():
+            _set_dotted(base, k, v)
+    seeds = raw.get("seeds", [0, 1, 2])
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
+        raise PelabError(f"seeds: must be a non-empty list of non-negative integers (got {seeds!r})")
+    raw_grids = list(raw.get("grid", []))
+    if "axes" in raw:
+        raw_grids.insert(0, {"name": "main", "axes": raw["axes"]})
+    if not raw_grids:
+        raw_grids = [{"name": "main", "axes": {}}]
+    grids = []
+    for i, g in enumerate(raw_grids):
+        if not isinstance(g, dict):
+            raise PelabError("grid: each [[grid]] must be a table with name, set and axes")
+        name = str(g.get("name", f"grid {i + 1}"))
+        _check_keys(f"grid {name!r}", list(g), list(GRID_KEYS))
+        fixed, axes = g.get("set", {}), g.get("axes", {})
+        _check_keys(f"grid {name!r} set", list(fixed), allowed)
+        _check_keys(f"grid {name!r} axes", list(axes), allowed)
+        for k, v in axes.items():
+            if not isinstance(v, list) or not v:
+                raise PelabError(f"axes: {k!r} must be a non-empty list of values (got {v!r})")
+        grids.append(Grid(name, dict(fixed), {k: list(v) for k, v in axes.items()}))
+    study = Study(
+        name=str(raw.get("name", Path(source).stem if source else "study")),
+        description=str(raw.get("description", "")),
+        seeds=list(seeds),
+        base=base,
+        grids=grids,
+        source=text,
+    )
+    expand(study)
+    return study
+
+
+def expand(study: Study) -> None:
+    """Fill ``study.runs``: every grid point x seed, validated, deduplicated by run id."""
+    runs: dict[str, RunConfig] = {}
+    membership: dict[str, list[str]] = {}
+    for g in study.grids:
+        keys = list(g.axes)
+        for values in itertools.product(*(g.axes[k] for k in keys)):
+            point = dict(zip(keys, values, strict=True))
+            for seed in study.seeds:
+                tree: dict[str, Any] = {}
+                for k, v in _flatten("", study.base).items():
+                    _set_dotted(tree, k, v)
+                for k, v in {**g.fixed, **point}.items():
+                    _set_dotted(tree, k, v)
+                tree["seed"] = seed
+                try:
+                    cfg = RunConfig.model_validate(tree)
+                except ValidationError as e:
+                    where = ", ".join(f"{k}={v}" for k, v in point.items()) or "base settings"
+                    raise PelabError(f"grid {g.name!r} ({where}): {validation_message(e)}") from None
+                except PelabError as e:
+                    where = ", ".join(f"{k}={v}" for k, v in point.items()) or "base settings"
+                    raise PelabError(f"grid {g.name!r} ({where}): {e}") from None
+                runs.setdefault(cfg.run_id, cfg)
+                membership.setdefault(cfg.run_id, [])
+                if g.name not in membership[cfg.run_id]:
+                    membership[cfg.run_id].append(g.name)
+    study.runs = list(runs.values())
+    study.membership = membership
+
+
+def load_study(path: str | Path) -> Study:
+    path = Path(path)
+    if not path.is_file():
+        raise PelabError(f"study: no such file {str(path)!r}")
+    return parse_study(path.read_text(), str(path))

@@ -1,0 +1,86 @@
+"""From stored runs to arms: mean and 95% t-interval over seeds, paired differences.
+
+Pure functions over a pandas frame with one row per run (see ``runs_frame``), so
+the same numbers feed `pelab results`, CSV export and the report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high) of the Student-t interval; low = high = nan with fewer than two values."""
+    x = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=float)
+    if len(x) == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(x.mean())
+    if len(x) < 2:
+        return (mean, math.nan, math.nan)
+    half = float(st.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return (mean, mean - half, mean + half)
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run: flattened config (dotted keys), metrics (``m.*``), size and status."""
+    records = []
+    for r in rows:
+        rec = {"run_id": r["run_id"], "status": r["status"], "reason": r["reason"]}
+        rec.update({k: (str(v) if isinstance(v, list | tuple) else v) for k, v in flatten(r["config"]).items()})
+        rec.update({f"m.{k}": v for k, v in (r["metrics"] or {}).items()})
+        rec.update(
+            params=r["params"],
+            flops_per_token=r["flops_per_token"],
+            tokens_per_s=r["tokens_per_s"],
+            seconds=r["seconds"],
+        )
+        records.append(rec)
+    return pd.DataFrame.from_records(records)
+
+
+def summarize(frame: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataFrame:
+    """Per arm: seeds done, and for each metric the mean and its 95% interval; size beside it."""
+    out = []
+    for key, group in frame.groupby(by, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        done = group[group.status == "done"]
+        rec: dict[str, Any] = dict(zip(by, key, strict=True))
+        rec["seeds"] = len(done)
+        rec["failed"] = int((group.status != "done").sum())
+        for m in metrics:
+            col = f"m.{m}"
+            mean, lo, hi = t_interval(done[col].tolist()) if col in done else (math.nan,) * 3
+            rec[m], rec[f"{m}_lo"], rec[f"{m}_hi"] = mean, lo, hi
+        rec["params"] = int(group.params.max()) if len(group) else 0
+        rec["flops_per_token"] = int(group.flops_per_token.max()) if len(group) else 0
+        out.append(rec)
+    return pd.DataFrame.from_records(out)
+
+
+def paired_difference(
+    frame: pd.DataFrame, axis: str, arm: Any, baseline: Any, metric: str, hold: list[str]
+) -> tuple[float, float, float, int]:
+    """Mean and 95% interval of (arm - baseline) over seeds paired on everything in ``hold`` + seed."""
+    keys = [*hold, "seed"]
+    done = frame[frame.status == "done"]
+    a = done[done[axis] == arm].set_index(keys)[f"m.{metric}"]
+    b = done[done[axis] == baseline].set_index(keys)[f"m.{metric}"]
+    diff = (a - b).dropna()
+    mean, lo, hi = t_interval(diff.tolist())
+    return mean, lo, hi, len(diff)

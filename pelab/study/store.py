@@ -1,0 +1,145 @@
+"""The results store: one SQLite database per study folder, written by the driver alone.
+
+WAL mode, one transaction per finished run, keyed by the run id (the hash of the
+run's canonical config): a row is either whole or absent, whatever kills the driver.
+A lock file held with ``flock`` keeps a second driver out; the kernel drops it when
+the holder dies, even by SIGKILL, so a crash never leaves a stale lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from pelab.config import RunConfig
+from pelab.errors import PelabError
+from pelab.train import RunResult
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    metrics TEXT NOT NULL,
+    evals TEXT NOT NULL,
+    curve TEXT NOT NULL,
+    params INTEGER,
+    flops_per_token INTEGER,
+    tokens_per_s REAL,
+    seconds REAL,
+    device TEXT,
+    threads INTEGER,
+    versions TEXT,
+    finished_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+DB_NAME = "results.sqlite"
+
+
+class Store:
+    def __init__(self, folder: str | Path, create: bool = True) -> None:
+        self.folder = Path(folder)
+        path = self.folder / DB_NAME
+        if not create and not path.exists():
+            raise PelabError(f"out: {self.folder} holds no pelab study (no {DB_NAME})")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(path, timeout=30)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=FULL")
+        self.conn.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # --- meta ------------------------------------------------------------------------
+    def set_meta(self, **values: str) -> None:
+        with self.conn:
+            self.conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(values.items()))
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    # --- runs ------------------------------------------------------------------------
+    def finished_ids(self, statuses: tuple[str, ...] = ("done", "diverged")) -> set[str]:
+        marks = ",".join("?" * len(statuses))
+        rows = self.conn.execute(f"SELECT run_id FROM runs WHERE status IN ({marks})", statuses)
+        return {r[0] for r in rows}
+
+    def write(self, cfg: RunConfig, result: RunResult) -> None:
+        """One run, in one transaction."""
+        if cfg.run_id != result.run_id:
+            raise RuntimeError(f"result {result.run_id} does not belong to run {cfg.run_id}")
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    result.run_id,
+                    cfg.canonical_json(),
+                    result.status,
+                    result.reason,
+                    json.dumps(result.metrics),
+                    json.dumps(result.evals),
+                    json.dumps(result.curve),
+                    result.params,
+                    result.flops_per_token,
+                    result.tokens_per_s,
+                    result.seconds,
+                    result.device,
+                    result.threads,
+                    json.dumps(result.versions),
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                ),
+            )
+
+    def rows(self) -> list[dict[str, Any]]:
+        cur = self.conn.execute("SELECT * FROM runs ORDER BY run_id")
+        names = [c[0] for c in cur.description]
+        out = []
+        for r in cur.fetchall():
+            row = dict(zip(names, r, strict=True))
+            for k in ("config", "metrics", "evals", "curve", "versions"):
+                row[k] = json.loads(row[k]) if row[k] else None
+            out.append(row)
+        return out
+
+
+class StudyLock:
+    """Exclusive ownership of a study folder for one driver."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.path = Path(folder) / "study.lock"
+        self.handle: IO[str] | None = None
+
+    def __enter__(self) -> StudyLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            handle.close()
+            raise PelabError(
+                f"out: another pelab study (pid {holder}) is running on {self.path.parent}; "
+                "wait for it to finish or choose another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self.handle = handle
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.handle is not None:
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()

@@ -1,0 +1,92 @@
+"""The one interface every task implements.
+
+A task generates batches from a ``torch.Generator``, so the same seed gives the
+same batches in the same order to every arm of a study, whatever the model.
+``n`` is the *problem size* (symbols to reverse, pairs to recall, characters of
+context); the sequence the model sees may be longer (separators, queries), and
+``seq_len(n)`` says how long. Evaluation at larger ``n`` measures extrapolation.
+
+Dimension letters: B batch, T sequence, P patch width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+import torch
+from torch import Tensor
+
+if TYPE_CHECKING:
+    from pelab.config import TaskConfig
+
+
+@dataclass
+class Batch:
+    inputs: Tensor  # (B, T) long token ids, or (B, T, P) float vectors
+    targets: Tensor  # (B, T) long per token, or (B,) long per sequence
+    mask: Tensor  # bool, same shape as targets: which targets are scored
+    segments: Tensor | None = None  # (B, T) long segment ids, or None
+
+    def to(self, device: torch.device | str) -> Batch:
+        move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+        return Batch(move(self.inputs), move(self.targets), move(self.mask), move(self.segments))
+
+
+class Task:
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    #: encoder (bidirectional, a target per token), decoder (causal), classify (one label per sequence)
+    kind: ClassVar[Literal["encoder", "decoder", "classify"]] = "encoder"
+    #: Whether evaluating at a larger problem size makes sense.
+    extrapolates: ClassVar[bool] = True
+    #: Language modelling reports perplexity; the rest accuracy.
+    reports_perplexity: ClassVar[bool] = False
+
+    def __init__(self, cfg: TaskConfig) -> None:
+        self.cfg = cfg
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise a PelabError when the config cannot make this task."""
+
+    # --- sizes ---------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self.cfg.length
+
+    def eval_sizes(self) -> list[int]:
+        if not self.extrapolates:
+            return [self.n]
+        return sorted({max(1, round(self.n * m)) for m in self.cfg.eval_multipliers})
+
+    @property
+    def max_n(self) -> int:
+        return max(self.eval_sizes())
+
+    def seq_len(self, n: int) -> int:
+        return n
+
+    # --- what the model must look like ------------------------------------------------
+    def model_fields(self) -> dict[str, object]:
+        """Fields of ModelConfig that the task, not the user, decides."""
+        raise NotImplementedError
+
+    # --- data -----------------------------------------------------------------------
+    def batch(self, split: str, size: int, generator: torch.Generator, n: int | None = None) -> Batch:
+        raise NotImplementedError
+
+    def eval_batches(self, n: int, batch_size: int, count: int, generator: torch.Generator) -> Iterator[Batch]:
+        """The evaluation set at size n: ``count`` fresh batches by default."""
+        for _ in range(count):
+            yield self.batch("test", batch_size, generator, n)
+
+
+def random_symbols(size: int, n: int, vocab: int, generator: torch.Generator) -> Tensor:
+    return torch.randint(0, vocab, (size, n), generator=generator)
+
+
+def distinct_symbols(size: int, n: int, vocab: int, generator: torch.Generator) -> Tensor:
+    """n distinct symbols per row (a random injection into the vocabulary)."""
+    return torch.rand(size, vocab, generator=generator).argsort(dim=1)[:, :n]

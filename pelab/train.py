@@ -1,0 +1,226 @@
+"""One run: seed everything, train, evaluate (at the training size and beyond), return a result.
+
+A pure function of its config (plus where it runs): the study driver calls it in
+worker processes and alone decides what to store. Same config, seed and thread
+count give the same numbers bit for bit on CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from pydantic import BaseModel, Field
+
+import pelab
+from pelab.config import RunConfig
+from pelab.device import resolve_device
+from pelab.model import Transformer
+from pelab.tasks import Batch, Task, make_task
+
+
+class RunResult(BaseModel):
+    """What a run produced; every number in a report traces back to one of these."""
+
+    run_id: str
+    status: Literal["done", "diverged", "failed"]
+    reason: str | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)  # at the training size, plus acc_at_N per size
+    evals: dict[str, dict[str, float]] = Field(default_factory=dict)  # size -> metrics
+    curve: list[dict[str, float]] = Field(default_factory=list)  # step, loss, acc (training batches)
+    params: int = 0
+    flops_per_token: int = 0
+    tokens_per_s: float = 0.0
+    seconds: float = 0.0
+    device: str = "cpu"
+    threads: int = 1
+    versions: dict[str, str] = Field(default_factory=dict)
+
+
+def versions() -> dict[str, str]:
+    return {
+        "pelab": pelab.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+
+
+def batch_loss(model: Transformer, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy over scored targets; also per-target correctness and the mask, flat."""
+    logits = model(batch.inputs, batch.segments).logits  # (B, T, V) or (B, V)
+    logits = logits.reshape(-1, logits.shape[-1])
+    targets, mask = batch.targets.reshape(-1), batch.mask.reshape(-1)
+    loss = F.cross_entropy(logits[mask], targets[mask])
+    correct = logits.argmax(-1) == targets
+    return loss, correct, mask
+
+
+@torch.no_grad()
+def evaluate(
+    model: Transformer,
+    task: Task,
+    n: int,
+    batch_size: int,
+    count: int,
+    generator: torch.Generator,
+    device: torch.device,
+) -> dict[str, float]:
+    """Loss, token accuracy, whole-sequence exact match (and perplexity for LM) at size n."""
+    model.eval()
+    total_loss, scored, right, seqs, exact = 0.0, 0, 0, 0, 0
+    for batch in task.eval_batches(n, batch_size, count, generator):
+        batch = batch.to(device)
+        loss, correct, mask = batch_loss(model, batch)
+        k = int(mask.sum())
+        total_loss += float(loss) * k
+        scored += k
+        right += int((correct & mask).sum())
+        per_seq = (correct | ~mask).reshape(batch.targets.shape[0], -1).all(dim=1)
+        seqs += per_seq.numel()
+        exact += int(per_seq.sum())
+    model.train()
+    out = {"loss": total_loss / scored, "acc": right / scored, "exact": exact / seqs}
+    if task.reports_perplexity:
+        out["ppl"] = math.exp(min(out["loss"], 50.0))
+    return out
+
+
+def lr_lambda(steps: int, warmup: float) -> Callable[[int], float]:
+    w = max(1, int(warmup * steps))
+
+    def f(step: int) -> float:
+        if step < w:
+            return (step + 1) / w
+        progress = (step - w) / max(1, steps - w)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return f
+
+
+def train_run(
+    cfg: RunConfig,
+    device: str | None = "auto",
+    threads: int | None = None,
+    checkpoint: str | Path | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Train and evaluate one config. Never raises for the run's own failures: they become a status."""
+    base = dict(run_id=cfg.run_id, versions=versions())
+    try:
+        return _train(cfg, device, threads, checkpoint, on_step, base)
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # the study records it and goes on
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        return RunResult(
+            **base, status="failed", reason=f"{type(e).__name__}: {e} ({Path(tb.filename).name}:{tb.lineno})"
+        )
+
+
+def _train(
+    cfg: RunConfig,
+    device_name: str | None,
+    threads: int | None,
+    checkpoint: str | Path | None,
+    on_step: Callable[[int, int], None] | None,
+    base: dict,
+) -> RunResult:
+    if threads:
+        torch.set_num_threads(threads)
+    device = resolve_device(device_name)
+    task = make_task(cfg.task)
+    torch.manual_seed(cfg.seed)
+    model = Transformer(cfg.model).to(device)
+    data_gen = torch.Generator().manual_seed(cfg.seed)
+    t = cfg.train
+    opt = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(t.steps, t.warmup))
+    every = max(1, t.steps // t.curve_points)
+    curve: list[dict[str, float]] = []
+    run_loss = torch.zeros((), device=device)  # accumulated on the device: no sync per step
+    run_right = torch.zeros((), device=device)
+    run_scored = torch.zeros((), device=device)
+    tokens = 0
+    start = time.perf_counter()
+    for step in range(t.steps):
+        batch = task.batch("train", t.batch_size, data_gen).to(device)
+        loss, correct, mask = batch_loss(model, batch)
+        if step % 10 == 0 and not torch.isfinite(loss):  # checked every few steps: each check syncs
+            return RunResult(
+                **base,
+                status="diverged",
+                reason=f"non-finite loss at step {step}",
+                curve=curve,
+                params=model.num_parameters(),
+                seconds=time.perf_counter() - start,
+                device=str(device),
+                threads=torch.get_num_threads(),
+            )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
+        opt.step()
+        sched.step()
+        tokens += batch.inputs.shape[0] * batch.inputs.shape[1]
+        run_loss += loss.detach()
+        run_right += (correct & mask).sum()
+        run_scored += mask.sum()
+        if (step + 1) % every == 0 or step + 1 == t.steps:
+            k = (step % every) + 1
+            acc = float(run_right) / max(float(run_scored), 1.0)
+            curve.append({"step": step + 1, "loss": float(run_loss) / k, "acc": acc})
+            for acc_t in (run_loss, run_right, run_scored):
+                acc_t.zero_()
+        if on_step is not None:
+            on_step(step + 1, t.steps)
+    train_seconds = time.perf_counter() - start
+    if not all(math.isfinite(c["loss"]) for c in curve):
+        return RunResult(
+            **base,
+            status="diverged",
+            reason="non-finite training loss",
+            curve=curve,
+            params=model.num_parameters(),
+            seconds=train_seconds,
+            device=str(device),
+            threads=torch.get_num_threads(),
+        )
+    evals: dict[str, dict[str, float]] = {}
+    for n in task.eval_sizes():
+        gen = torch.Generator().manual_seed(1_000_003 * (cfg.seed + 1) + n)
+        evals[str(n)] = evaluate(model, task, n, t.eval_batch_size, t.eval_batches, gen, device)
+    metrics = dict(evals[str(task.n)])
+    metrics["train_loss"] = curve[-1]["loss"]
+    for n, m in evals.items():
+        metrics[f"acc_at_{n}"] = m["acc"]
+    if checkpoint is not None:
+        from pelab.checkpoint import save
+
+        tmp = Path(f"{checkpoint}.tmp{os.getpid()}")
+        save(model, tmp)
+        os.replace(tmp, checkpoint)  # a checkpoint is either whole or absent
+    return RunResult(
+        **base,
+        status="done",
+        metrics=metrics,
+        evals=evals,
+        curve=curve,
+        params=model.num_parameters(),
+        flops_per_token=model.flops_per_token(task.seq_len(task.n)),
+        tokens_per_s=tokens / train_seconds,
+        seconds=time.perf_counter() - start,
+        device=str(device),
+        threads=torch.get_num_threads(),
+    )
+
+
+__all__ = ["RunResult", "evaluate", "train_run", "versions"]

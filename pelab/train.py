@@ -151,23 +151,23 @@ def _train(
     run_scored = torch.zeros((), device=device)
     tokens = 0
     start = time.perf_counter()
+
+    def diverged(reason: str) -> RunResult:
+        return RunResult(
+            **base, status="diverged", reason=reason, curve=curve, params=model.num_parameters(),
+            seconds=time.perf_counter() - start, device=str(device), threads=torch.get_num_threads(),
+        )  # fmt: skip
+
     for step in range(t.steps):
         batch = task.batch("train", t.batch_size, data_gen).to(device)
         loss, correct, mask = batch_loss(model, batch)
         if step % 10 == 0 and not torch.isfinite(loss):  # checked every few steps: each check syncs
-            return RunResult(
-                **base,
-                status="diverged",
-                reason=f"non-finite loss at step {step}",
-                curve=curve,
-                params=model.num_parameters(),
-                seconds=time.perf_counter() - start,
-                device=str(device),
-                threads=torch.get_num_threads(),
-            )
+            return diverged(f"non-finite loss at step {step}")
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
+        if step % 10 == 0 and not torch.isfinite(grad_norm):
+            return diverged(f"non-finite gradient at step {step}")
         opt.step()
         sched.step()
         tokens += batch.inputs.shape[0] * batch.inputs.shape[1]
@@ -184,16 +184,7 @@ def _train(
             on_step(step + 1, t.steps)
     train_seconds = time.perf_counter() - start
     if not all(math.isfinite(c["loss"]) for c in curve):
-        return RunResult(
-            **base,
-            status="diverged",
-            reason="non-finite training loss",
-            curve=curve,
-            params=model.num_parameters(),
-            seconds=train_seconds,
-            device=str(device),
-            threads=torch.get_num_threads(),
-        )
+        return diverged("non-finite training loss")
     evals: dict[str, dict[str, float]] = {}
     for n in task.eval_sizes():
         gen = torch.Generator().manual_seed(1_000_003 * (cfg.seed + 1) + n)

@@ -1,0 +1,205 @@
+"""Studies: expansion, validation, resumption after SIGKILL, crashed workers, one driver per folder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pelab.errors import PelabError
+from pelab.study.grid import parse_study
+from pelab.study.store import DB_NAME, StudyLock
+
+STUDY = """
+name = "tiny"
+seeds = [0, 1]
+[task]
+name = "reverse"
+length = 5
+vocab = 8
+[model]
+d = 16
+n_heads = 2
+[train]
+steps = {steps}
+eval_batches = 2
+[axes]
+"model.position.scheme" = ["sinusoidal", "learned"]
+"model.combine" = ["add", "concat_split"]
+[[grid]]
+name = "attention"
+set = {{ "model.combine" = "none" }}
+axes = {{ "model.position.scheme" = ["rotary", "none"] }}
+"""
+
+
+def write_study(tmp: Path, steps: int = 30) -> Path:
+    f = tmp / "tiny.toml"
+    f.write_text(STUDY.format(steps=steps))
+    return f
+
+
+def pelab(*args: str, **kw: object) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pelab", *args], capture_output=True, text=True, **kw)
+
+
+def db_rows(out: Path) -> dict[str, tuple[str, str]]:
+    with sqlite3.connect(out / DB_NAME) as conn:
+        return {r[0]: (r[1], r[2]) for r in conn.execute("SELECT run_id, status, metrics FROM runs")}
+
+
+def test_grid_expands_pairs_seeds_and_dedupes(tmp_path: Path) -> None:
+    study = parse_study(write_study(tmp_path).read_text())
+    assert len(study.runs) == (2 * 2 + 2) * 2
+    assert study.axes == ["model.position.scheme", "model.combine"]
+    assert len({r.run_id for r in study.runs}) == len(study.runs)
+    # Arms share everything but the axes: same task, training and seeds.
+    assert len({r.task for r in study.runs}) == 1 and len({r.train for r in study.runs}) == 1
+    assert sorted({r.seed for r in study.runs}) == [0, 1]
+    twice = parse_study(STUDY.format(steps=30) + '\n[[grid]]\nname = "again"\naxes = { "model.combine" = ["add"] }\n')
+    assert len(twice.runs) == len(study.runs)  # sinusoidal+add reached twice, run once
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('[axes]\n"model.colour" = [1]', "unknown key 'model.colour'; allowed: task.name"),
+        ('[axes]\n"model.position.scheme" = ["sinusoidal", "wavy"]', "allowed: alibi, learned"),
+        ("[model]\nd = 'wide'", "model.d"),
+        ("[train]\nsteps = -5", "train.steps"),
+        ("seeds = []", "seeds"),
+        ("colour = 1", "unknown key 'colour'"),
+        ("[axes]\n\"model.combine\" = 'add'", "non-empty list"),
+    ],
+)
+def test_malformed_study_one_line_exit_2_nothing_written(tmp_path: Path, text: str, needle: str) -> None:
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    out = tmp_path / "out"
+    r = pelab("study", str(f), "--out", str(out))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+    assert not out.exists()
+    with pytest.raises(PelabError):
+        parse_study(text)
+
+
+def test_sigkill_then_resume_matches_clean_run(tmp_path: Path) -> None:
+    f = write_study(tmp_path, steps=60)
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    args = ["study", str(f), "--workers", "1", "--threads", "1"]
+    proc = subprocess.Popen([sys.executable, "-m", "pelab", *args, "--out", str(killed)], stdout=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if (killed / DB_NAME).exists() and len(db_rows(killed)) >= 2:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = db_rows(killed)
+    assert 2 <= len(partial) < 12, "the kill should land mid-study"
+    r = pelab(*args, "--out", str(killed))
+    assert r.returncode == 0, r.stderr
+    assert f"{len(partial)} already stored" in r.stdout
+    r = pelab(*args, "--out", str(clean))
+    assert r.returncode == 0, r.stderr
+    resumed, fresh = db_rows(killed), db_rows(clean)
+    assert len(resumed) == 12 and set(resumed) == set(fresh)
+    assert all(status == "done" for status, _ in resumed.values())
+    assert resumed == fresh  # same metrics, bit for bit
+    for run_id, row in partial.items():
+        assert resumed[run_id] == row  # finished runs were not redone
+
+
+def descendants(pid: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out, frontier = [], [pid]
+    while frontier:
+        kids = [p for p, pp in parents.items() if pp in frontier]
+        out += kids
+        frontier = kids
+    return out
+
+
+def worker_pids(driver: int) -> list[int]:
+    """Processes running a run: children of the forkserver the driver started."""
+    return [p for p in descendants(driver) if _depth(p, driver) == 2]
+
+
+def _depth(pid: int, root: int) -> int:
+    depth = 0
+    while pid not in (root, 0, 1):
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return -1
+        depth += 1
+    return depth
+
+
+def test_killed_worker_fails_its_run_and_the_study_goes_on(tmp_path: Path) -> None:
+    f = write_study(tmp_path, steps=400)
+    out = tmp_path / "out"
+    args = ["study", str(f), "--out", str(out), "--workers", "1", "--threads", "1"]
+    proc = subprocess.Popen([sys.executable, "-m", "pelab", *args], stdout=subprocess.PIPE, text=True)
+    victim = None
+    deadline = time.time() + 60
+    while victim is None and time.time() < deadline:
+        pids = worker_pids(proc.pid)
+        victim = pids[0] if pids else None
+        time.sleep(0.2)
+    assert victim is not None, "no worker process found"
+    time.sleep(0.5)
+    os.kill(victim, signal.SIGKILL)
+    proc.communicate(timeout=300)
+    assert proc.returncode == 0
+    rows = db_rows(out)
+    assert len(rows) == 12
+    failed = [s for s, _ in rows.values() if s == "failed"]
+    assert len(failed) == 1
+    with sqlite3.connect(out / DB_NAME) as conn:
+        (reason,) = conn.execute("SELECT reason FROM runs WHERE status = 'failed'").fetchone()
+    assert "signal 9" in reason
+    r = pelab(*args)  # a restart retries the failed run
+    assert r.returncode == 0 and all(s == "done" for s, _ in db_rows(out).values())
+
+
+def test_second_driver_refuses(tmp_path: Path) -> None:
+    f = write_study(tmp_path)
+    out = tmp_path / "out"
+    with StudyLock(out):
+        r = pelab("study", str(f), "--out", str(out))
+    assert r.returncode == 2
+    assert "another pelab study" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_results_command(tmp_path: Path) -> None:
+    f = write_study(tmp_path, steps=20)
+    out = tmp_path / "out"
+    assert pelab("study", str(f), "--out", str(out), "--workers", "2").returncode == 0
+    csv = tmp_path / "arms.csv"
+    r = pelab("results", str(out), "--csv", str(csv), env={**os.environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    import pandas as pd
+
+    table = pd.read_csv(csv)
+    assert len(table) == 6 and (table.seeds == 2).all()
+    assert {"acc", "acc_lo", "acc_hi", "params", "flops_per_token"} <= set(table.columns)
+    assert (table.acc_lo <= table.acc).all() and (table.acc <= table.acc_hi).all()
+    r = pelab("results", str(out), "--by", "model.colour")
+    assert r.returncode == 2 and "by: unknown key" in r.stderr

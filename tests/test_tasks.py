@@ -1,0 +1,124 @@
+"""Every task's batches against a direct, element-by-element construction."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pelab.config import TaskConfig
+from pelab.errors import PelabError
+from pelab.tasks import TASKS, make_task
+from pelab.tasks.digits import digits_split, patchify
+from pelab.tasks.text import load_corpus
+
+
+def batch(name: str, size: int = 6, seed: int = 0, **kw: object):
+    task = make_task(TaskConfig(name=name, **kw))
+    return task, task.batch("train", size, torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_same_seed_same_batches(name: str) -> None:
+    kw = {"length": 64} if name == "charlm" else {"length": 5}
+    _, a = batch(name, seed=3, **kw)
+    _, b = batch(name, seed=3, **kw)
+    _, c = batch(name, seed=4, **kw)
+    assert torch.equal(a.inputs, b.inputs) and torch.equal(a.targets, b.targets)
+    assert not torch.equal(a.inputs, c.inputs)
+
+
+def test_reverse_rotate_offset_sort() -> None:
+    _, b = batch("reverse", length=7)
+    for x, y in zip(b.inputs.tolist(), b.targets.tolist(), strict=True):
+        assert y == x[::-1]
+    _, b = batch("rotate", length=7, k=3)
+    for x, y in zip(b.inputs.tolist(), b.targets.tolist(), strict=True):
+        assert y == [x[(i - 3) % 7] for i in range(7)]
+    _, b = batch("offset", length=7, k=2)
+    for x, y, m in zip(b.inputs.tolist(), b.targets.tolist(), b.mask.tolist(), strict=True):
+        assert m == [False, False] + [True] * 5
+        assert y[2:] == x[:5]
+    _, b = batch("sort", length=7)
+    for x, y in zip(b.inputs.tolist(), b.targets.tolist(), strict=True):
+        assert y == sorted(x)
+
+
+def test_lookup() -> None:
+    task, b = batch("lookup", length=6, vocab=10)
+    assert b.inputs.shape == (6, 12)
+    for x, y, m in zip(b.inputs.tolist(), b.targets.tolist(), b.mask.tolist(), strict=True):
+        symbols, queries = x[:6], x[6:]
+        assert all(q >= 10 for q in queries) and all(s < 10 for s in symbols)
+        assert m == [False] * 6 + [True] * 6
+        assert y[6:] == [symbols[q - 10] for q in queries]
+    assert task.model_fields()["vocab_size"] == 10 + 12  # indices up to the longest evaluated size
+
+
+def test_copy() -> None:
+    _, b = batch("copy", length=5, vocab=8)
+    for x, y, m in zip(b.inputs.tolist(), b.targets.tolist(), b.mask.tolist(), strict=True):
+        seq = x + [y[-1]]
+        assert seq[5] == 8 and seq[:5] == seq[6:]  # x SEP x
+        assert y == seq[1:]
+        assert [y[i] for i in range(10) if m[i]] == seq[:5]
+
+
+def test_recall() -> None:
+    _, b = batch("recall", length=4, vocab=8)
+    for x, y, m in zip(b.inputs.tolist(), b.targets.tolist(), b.mask.tolist(), strict=True):
+        seq = x + [y[-1]]
+        pairs = dict(zip(seq[0:8:2], seq[1:8:2], strict=True))
+        assert len(pairs) == 4 and all(k < 8 <= v for k, v in pairs.items())
+        scored = [(x[i], y[i]) for i in range(len(x)) if m[i]]
+        assert len(scored) == 4 and sorted(k for k, _ in scored) == sorted(pairs)
+        assert all(pairs[k] == v for k, v in scored)
+
+
+def test_recall_needs_distinct_keys() -> None:
+    with pytest.raises(PelabError, match="task.length"):
+        make_task(TaskConfig(name="recall", length=10, vocab=16))  # evaluated at 20 pairs > 16 keys
+
+
+def test_same_segments() -> None:
+    _, b = batch("same", size=64, length=5, vocab=4)
+    assert b.segments is not None
+    for x, seg, label in zip(b.inputs.tolist(), b.segments.tolist(), b.targets.tolist(), strict=True):
+        a, sep, c = x[:5], x[5], x[6:]
+        assert sep == 4 and seg == [0] * 6 + [1] * 5
+        assert label == int(a != c)
+        assert sorted(a) == sorted(c)  # a swap keeps the multiset: only order tells them apart
+        assert sum(p != q for p, q in zip(a, c, strict=True)) in (0, 2)
+    assert 0 < sum(b.targets.tolist()) < 64
+
+
+def test_digits_patches_row_major() -> None:
+    images, labels = digits_split()["train"]
+    assert images.shape[1:] == (8, 8) and len(labels) == len(images)
+    test_images, _ = digits_split()["test"]
+    assert len(test_images) == 1797 // 5
+    p = patchify(images[:3], 2)
+    assert p.shape == (3, 16, 4)
+    for r in range(4):
+        for c in range(4):
+            assert torch.equal(p[:, r * 4 + c], images[:3, 2 * r : 2 * r + 2, 2 * c : 2 * c + 2].reshape(3, 4))
+    task = make_task(TaskConfig(name="digits"))
+    assert task.model_fields()["grid"] == (4, 4)
+    assert sum(len(b.targets) for b in task.eval_batches(16, 100, 1, torch.Generator())) == 1797 // 5
+
+
+def test_charlm_default_corpus_split_by_file() -> None:
+    train, val = load_corpus(None)
+    assert len(train) > 100_000 and len(val) > 10_000
+    _, b = batch("charlm", length=32)
+    assert torch.equal(b.inputs[:, 1:], b.targets[:, :-1])  # next-byte targets
+    assert int(b.inputs.max()) < 256
+
+
+def test_charlm_user_file(tmp_path) -> None:
+    f = tmp_path / "book.txt"
+    f.write_text("the quick brown fox jumps over the lazy dog. " * 200)
+    task, b = batch("charlm", length=16, corpus=str(f))
+    text = bytes(b.inputs[0].tolist()).decode()
+    assert text in f.read_text()
+    with pytest.raises(PelabError, match="task.corpus"):
+        make_task(TaskConfig(name="charlm", corpus=str(tmp_path / "missing.txt")))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -223,7 +224,7 @@ def run(
 def study(
     file: Annotated[Path | None, typer.Argument(help="study file (TOML)")] = None,
     out: Annotated[Path | None, typer.Option(help="study folder (results database, checkpoints)")] = None,
-    workers: Annotated[int, typer.Option(help="runs at a time (local processes)")] = 1,
+    workers: Annotated[int | None, typer.Option(help="runs at a time (default: one per core)")] = None,
     threads: Annotated[int | None, typer.Option(help="torch threads per worker (default: cores / workers)")] = None,
     device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
     backend: Annotated[str, typer.Option(help="local")] = "local",
@@ -242,7 +243,7 @@ def study(
     outcome = run_study(
         spec,
         out,
-        workers=workers,
+        workers=workers or os.cpu_count() or 1,
         threads=threads,
         device=device,
         backend=backend,

@@ -30,7 +30,10 @@ def scheme_table(
     """The (length, d) table a model with ``add`` would see, or None for schemes without one.
 
     Built through the model itself, so `show` draws exactly what training uses
-    (a learned table is shown at its seeded initialisation).
+    (a learned table is shown at its seeded initialisation). The model is then
+    converted to float64, so a fixed table is its formula to full precision (what
+    `show --csv` promises with 17 digits) rather than its float32 rounding; a learned
+    table's float32 initial values are unchanged by the conversion.
     """
     if position.scheme == "sincos2d" and grid is None:
         grid = square_grid(length)
@@ -46,7 +49,7 @@ def scheme_table(
         grid=grid,
     )
     torch.manual_seed(seed)
-    model = Transformer(cfg)
+    model = Transformer(cfg).double()
     if not has_table:
         return None
     positions = torch.arange(length)

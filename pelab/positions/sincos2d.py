@@ -45,8 +45,9 @@ class SinCos2D(PositionScheme):
             # Name the setting the user chose: a full-width table (add-style combiners) is d wide.
             field = "d" if ctx.width == ctx.reference_width else "d_position"
             raise PelabError(f"{field}: sincos2d needs a width divisible by 4 (got {ctx.width})")
+        # Empty, but it follows .to() / .double(), so the table comes out in the model's dtype
+        # (the default dtype would round a float64 model's table to float32).
+        self.register_buffer("_dtype", torch.empty(0), persistent=False)
 
     def table(self, positions: Tensor) -> Tensor:
-        return sincos_2d_table(positions.cpu(), self.ctx.width, self.ctx.grid).to(
-            positions.device, torch.get_default_dtype()
-        )
+        return sincos_2d_table(positions.cpu(), self.ctx.width, self.ctx.grid).to(positions.device, self._dtype.dtype)

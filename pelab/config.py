@@ -11,11 +11,22 @@ import hashlib
 import json
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import torch
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from pelab.combine import COMBINERS, Widths, combiner_class
 from pelab.errors import PelabError, unknown
 from pelab.positions import SCHEMES, SchemeContext, scheme_class
+from pelab.pretrained import minilm
 
 
 class Frozen(BaseModel):
@@ -75,6 +86,17 @@ class ModelConfig(Frozen):
     dropout: float = Field(0.0, ge=0, lt=1, description="dropout after attention and feed-forward")
     position: PositionConfig = Field(default_factory=PositionConfig)
     combine: str = Field("add", description="how token, position and segment vectors meet (see `pelab list`)")
+    token_table: Literal["minilm"] | None = Field(
+        None, description="frozen pretrained word vectors as the token embedding (minilm: needs pelab[pretrained])"
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_table(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Left out while unset, so configs (and run ids) from before the field existed hash as they did.
+        data = handler(self)
+        if data.get("token_table") is None:
+            data.pop("token_table", None)
+        return data
 
     @field_validator("combine")
     @classmethod
@@ -99,12 +121,20 @@ class ModelConfig(Frozen):
                 "or an attention-level scheme (rotary, alibi, t5, untied)"
             )
         w = self.widths()
+        if self.token_table == "minilm" and (self.vocab_size != minilm.VOCAB_SIZE or w.token > minilm.WIDTH):
+            raise ValueError(
+                f"token_table: MiniLM's word vectors need vocab_size={minilm.VOCAB_SIZE} and a token embedding of "
+                f"at most {minilm.WIDTH} channels ({self.combine} with d={self.d} asks for {w.token})"
+            )
         if w.model % self.n_heads:
             raise ValueError(
                 f"n_heads: model width {w.model} ({self.combine} with d={self.d}) "
                 f"is not divisible by n_heads={self.n_heads}"
             )
-        scheme(self.scheme_context(), **self.position.options())  # the scheme checks its own options and widths
+        # The scheme checks its own options and widths; building it must not move the
+        # global random state, or configs built after seeding would change a model's init.
+        with torch.random.fork_rng(devices=[]):
+            scheme(self.scheme_context(), **self.position.options())
         return self
 
     def scheme_context(self) -> SchemeContext:
@@ -210,7 +240,9 @@ class TrainConfig(Frozen):
     curve_points: int = Field(20, ge=1, description="points on the learning curve")
 
 
-TASK_DECIDES = ("kind", "vocab_size", "patch_dim", "n_outputs", "head", "n_segments", "grid", "max_len")
+TASK_DECIDES = (
+    "kind", "vocab_size", "patch_dim", "n_outputs", "head", "n_segments", "grid", "max_len", "token_table"
+)  # fmt: skip
 
 
 class RunConfig(Frozen):
@@ -236,6 +268,7 @@ class RunConfig(Frozen):
         decided.setdefault("n_segments", 0)
         decided.setdefault("grid", None)
         decided.setdefault("patch_dim", None)
+        decided.setdefault("token_table", None)
         decided["max_len"] = task.seq_len(task.max_n)
         raw_model = data.get("model", {})
         model = raw_model.model_dump() if isinstance(raw_model, ModelConfig) else dict(raw_model)

@@ -49,5 +49,10 @@ class SinCos2D(PositionScheme):
         # (the default dtype would round a float64 model's table to float32).
         self.register_buffer("_dtype", torch.empty(0), persistent=False)
 
+    def check_length(self, length: int) -> None:
+        rows, cols = self.ctx.grid or (0, 0)
+        if length > rows * cols:
+            raise PelabError(f"length: {length} positions do not fit the {rows}x{cols} patch grid of sincos2d")
+
     def table(self, positions: Tensor) -> Tensor:
         return sincos_2d_table(positions.cpu(), self.ctx.width, self.ctx.grid).to(positions.device, self._dtype.dtype)

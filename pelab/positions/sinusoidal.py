@@ -99,23 +99,28 @@ class Sinusoidal(PositionScheme):
         **_: object,
     ) -> None:
         super().__init__(ctx)
-        # The table is a pure function of the options: cache it for the longest length
-        # used so far, as a non-persistent buffer so checkpoints stay parameter-only.
+        # The table is a pure function of the options. Keep it exactly (float64, CPU) for the
+        # longest length used so far, and a copy in the model's device and dtype as a
+        # non-persistent buffer (checkpoints stay parameter-only). The copy is remade from
+        # the exact table whenever the model changes dtype, so .double() gets full precision.
         self.options = dict(
             layout=layout, keep=keep, base=base, min_timescale=min_timescale, max_timescale=max_timescale
         )
         # validate early
-        sinusoid_table(torch.arange(1), ctx.width, reference_width=ctx.reference_width, **self.options)
+        self._exact = sinusoid_table(torch.arange(1), ctx.width, reference_width=ctx.reference_width, **self.options)
         self.register_buffer("_cache", torch.empty(0, ctx.width), persistent=False)
+        self._cache_dtype = self._cache.dtype
 
     def table(self, positions: Tensor) -> Tensor:
         need = int(positions.max()) + 1 if positions.numel() else 0
-        if self._cache.shape[0] < need:
-            full = sinusoid_table(
-                torch.arange(max(need, 2 * self._cache.shape[0])),
+        if self._exact.shape[0] < need:
+            self._exact = sinusoid_table(
+                torch.arange(max(need, 2 * self._exact.shape[0])),
                 self.ctx.width,
                 reference_width=self.ctx.reference_width,
                 **self.options,
             )
-            self._cache = full.to(self._cache.device, self._cache.dtype)
+        if self._cache.shape[0] != self._exact.shape[0] or self._cache.dtype != self._cache_dtype:
+            self._cache = self._exact.to(self._cache.device, self._cache.dtype)
+            self._cache_dtype = self._cache.dtype
         return self._cache[positions]

@@ -220,26 +220,39 @@ def run(
         raise typer.Exit(1)
 
 
+PRESETS = ("quick", "full")
+
+
+def preset_path(name: str) -> Path:
+    from importlib.resources import files
+
+    if name not in PRESETS:
+        raise PelabError(f"preset: unknown value {name!r}; allowed: {', '.join(PRESETS)}")
+    return Path(str(files("pelab") / "presets" / f"{name}.toml"))
+
+
 @app.command()
 def study(
-    file: Annotated[Path | None, typer.Argument(help="study file (TOML)")] = None,
-    out: Annotated[Path | None, typer.Option(help="study folder (results database, checkpoints)")] = None,
+    file: Annotated[Path | None, typer.Argument(help="study file (TOML); default: the chosen preset")] = None,
+    preset: Annotated[str, typer.Option(help="built-in study when no file is given: quick | full")] = "quick",
+    out: Annotated[Path | None, typer.Option(help="study folder (default: pelab-out/NAME)")] = None,
     workers: Annotated[int | None, typer.Option(help="runs at a time (default: one per core)")] = None,
     threads: Annotated[int | None, typer.Option(help="torch threads per worker (default: cores / workers)")] = None,
     device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
     backend: Annotated[str, typer.Option(help="local")] = "local",
-    checkpoints: Annotated[bool, typer.Option(help="save each model's weights (safetensors)")] = False,
+    checkpoints: Annotated[bool, typer.Option(help="keep each model's weights (safetensors) for the analyses")] = True,
+    report: Annotated[bool, typer.Option(help="write report.html and report.md when the runs are done")] = True,
 ) -> None:
-    """Run a study: every grid point x seed, in parallel, resumable; results in OUT/results.sqlite."""
+    """Run a study (default: the quick preset) and write its report. Resumable: rerun to finish."""
     from pelab.device import resolve_device
     from pelab.study.driver import run_study
     from pelab.study.grid import load_study
 
-    if file is None:
-        raise PelabError("study: give a study file (presets arrive with the main job)")
-    spec = load_study(file)
+    path = file if file is not None else preset_path(preset)
+    spec = load_study(path)
     resolve_device(device)
-    out = out or Path("pelab-out") / file.stem
+    out = out or Path("pelab-out") / (path.stem if file is not None else preset)
+    command = "pelab " + " ".join(sys.argv[1:]) if sys.argv[1:] else "pelab study"
     outcome = run_study(
         spec,
         out,
@@ -249,12 +262,32 @@ def study(
         backend=backend,
         checkpoints=checkpoints,
         console=console,
+        command=command,
     )
     console.print(
         f"{outcome.ran} run(s) in {outcome.seconds:.0f}s ({outcome.skipped} already stored, "
         f"{outcome.failed} failed, {outcome.diverged} diverged); results: {out}"
     )
-    _results_table(out)
+    if report:
+        _report(out)
+    else:
+        _results_table(out)
+
+
+def _report(out: Path) -> None:
+    from pelab.report.build import build_report
+    from pelab.report.console import summary_table
+
+    with console.status("analysing stored models and writing the report"):
+        html_path, md_path, claims = build_report(out)
+    summary_table(console, claims)
+    console.print(f"report: [bold]{html_path}[/] (and {md_path.name}); open it in a browser")
+
+
+@app.command("report")
+def report_cmd(out: Annotated[Path, typer.Argument(help="study folder")]) -> None:
+    """Rebuild a study's report from its database and checkpoints, without training."""
+    _report(out)
 
 
 def _results_table(out: Path, by: list[str] | None = None, csv: Path | None = None, metric: str | None = None) -> None:
@@ -272,6 +305,50 @@ def results(
 ) -> None:
     """Per arm: mean and 95% interval over seeds, with parameters and FLOPs beside."""
     _results_table(out, by=by, csv=csv, metric=metric)
+
+
+@app.command()
+def analyze(
+    what: Annotated[str, typer.Argument(help="spectrum | geometry | attention | probes | symmetry | linearity | all")],
+    out: Annotated[Path, typer.Option(help="folder for the JSON and PNG files")] = Path("pelab-out/analysis"),
+    run_id: Annotated[str | None, typer.Option("--run", help="a stored run's id (or unique prefix)")] = None,
+    db: Annotated[Path | None, typer.Option(help="study folder holding --run (studied with --checkpoints)")] = None,
+    position: Annotated[str | None, typer.Option(help="a scheme alone, no model (default: sinusoidal)")] = None,
+    d: Annotated[int | None, typer.Option(help="scheme alone: width of the encoding (default 512)")] = None,
+    length: Annotated[int | None, typer.Option(help="scheme alone: number of positions (default 128)")] = None,
+    layout: Annotated[str, typer.Option(help="sinusoidal layout: paper | tensor2tensor")] = "paper",
+    grid: Annotated[str | None, typer.Option(help="patch grid ROWSxCOLS for sincos2d")] = None,
+    table: Annotated[Path | None, typer.Option(help="a table of your own: CSV (as show --csv writes) or .npy")] = None,
+    seed: Annotated[int, typer.Option(help="seed of learned tables and random references (scheme alone)")] = 0,
+) -> None:
+    """Look inside an encoding or a trained model: each analysis writes WHAT.json and PNG figures to OUT."""
+    from pelab.analysis import AnalysisInput, analysis, load_trained, read_table, run_analyses
+    from pelab.config import PositionConfig, build
+
+    if what != "all":
+        analysis(what)  # an unknown name fails before any work
+    alone = [f"--{k}" for k, v in (("position", position), ("d", d), ("length", length), ("table", table)) if v]
+    if run_id is not None or db is not None:
+        if run_id is None or db is None:
+            raise PelabError("run: give both --run RUN_ID and --db STUDY_DIR to analyse a trained model")
+        if alone:
+            raise PelabError(f"run: {', '.join(alone)} describe an encoding alone; leave them out with --run")
+        inputs = AnalysisInput.for_model(*load_trained(db, run_id))
+    elif table is not None:
+        if position is not None:
+            raise PelabError("table: give either --table or --position, not both")
+        inputs = AnalysisInput.for_table(read_table(table), table.name)
+    else:
+        pos = build(PositionConfig, scheme=position or "sinusoidal", layout=layout)
+        inputs = AnalysisInput.for_scheme(pos, d or 512, length or 128, parse_grid(grid), seed=seed)
+    with console.status(f"analysing {inputs.label}"):
+        results = run_analyses(what, inputs, out)
+    for name, res in results.items():
+        if isinstance(res, str):
+            console.print(f"[yellow]{name}[/]: skipped: {escape(res)}")
+        else:
+            console.print(f"[bold]{name}[/]: {escape(res['summary'])}")
+            console.print(f"  wrote {', '.join(res['files'])} in {out}")
 
 
 def main() -> None:

@@ -95,3 +95,16 @@ def results_table(
     console.print(t)
     if csv is not None:
         console.print(f"wrote {csv}")
+
+
+def summary_table(console: Console, claims: list) -> None:
+    """The report's summary in the terminal: claim, verdict, key figure."""
+    colours = {"supported": "green", "exact": "green", "not supported": "red", "reported": "blue"}
+    t = Table(title="claims", title_justify="left")
+    t.add_column("claim")
+    t.add_column("verdict")
+    t.add_column("key figure")
+    for c in claims:
+        colour = colours.get(c.verdict, "yellow")
+        t.add_row(f"{c.id} {escape(c.title)}", f"[{colour}]{escape(c.verdict)}[/]", escape(c.key))
+    console.print(t)

@@ -37,6 +37,7 @@ def run_study(
     checkpoints: bool = False,
     console: Console | None = None,
     quiet: bool = False,
+    command: str | None = None,
 ) -> StudyOutcome:
     if backend != "local":
         raise PelabError(f"backend: unknown value {backend!r}; allowed: local")
@@ -47,7 +48,7 @@ def run_study(
     with StudyLock(out):
         store = Store(out)
         try:
-            store.set_meta(study=study.source, name=study.name)
+            store.set_meta(study=study.source, name=study.name, **({"command": command} if command else {}))
             finished = store.finished_ids()
             pending = [r for r in study.runs if r.run_id not in finished]
             skipped = len(study.runs) - len(pending)
@@ -75,6 +76,9 @@ def run_study(
                     progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "")
 
                 run_local(pending, on_result, workers=workers, threads=threads, device=device, checkpoint_dir=ckpt_dir)
+            elapsed = time.perf_counter() - start
+            previous = float(store.meta("study_seconds") or 0.0)
+            store.set_meta(study_seconds=f"{previous + elapsed:.0f}")
             return StudyOutcome(
                 total=len(study.runs),
                 skipped=skipped,

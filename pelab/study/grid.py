@@ -36,7 +36,8 @@ from pydantic import BaseModel, ValidationError
 from pelab.config import TASK_DECIDES, PositionConfig, RunConfig, validation_message
 from pelab.errors import PelabError
 
-TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid")
+TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid", "report")
+REPORT_KEYS = {"floor": 0.8, "margin": 0.01}
 GRID_KEYS = ("name", "set", "axes")
 
 
@@ -74,6 +75,8 @@ class Study:
     base: dict[str, Any]
     grids: list[Grid]
     source: str = ""
+    #: verdict settings: accuracy floor for "learned", equivalence margin
+    report: dict[str, float] = field(default_factory=lambda: dict(REPORT_KEYS))
     runs: list[RunConfig] = field(default_factory=list)
     #: run id -> names of the grids that contain it
     membership: dict[str, list[str]] = field(default_factory=dict)
@@ -150,7 +153,15 @@ def parse_study(text: str, source: str = "") -> Study:
             if not isinstance(v, list) or not v:
                 raise PelabError(f"axes: {k!r} must be a non-empty list of values (got {v!r})")
         grids.append(Grid(name, dict(fixed), {k: list(v) for k, v in axes.items()}))
+    report = raw.get("report", {})
+    if not isinstance(report, dict):
+        raise PelabError("report: must be a table with floor and margin")
+    _check_keys("report", list(report), list(REPORT_KEYS))
+    for k, v in report.items():
+        if not isinstance(v, int | float) or not 0 <= v < 1:
+            raise PelabError(f"report.{k}: must be a number in [0, 1) (got {v!r})")
     study = Study(
+        report={**REPORT_KEYS, **{k: float(v) for k, v in report.items()}},
         name=str(raw.get("name", Path(source).stem if source else "study")),
         description=str(raw.get("description", "")),
         seeds=list(seeds),

@@ -1,0 +1,185 @@
+"""Build the report of a study folder from its database (and stored checkpoints) alone.
+
+``build_report`` never trains: every number comes from the results store or from an
+analysis of a stored checkpoint, so `pelab report DIR` rebuilds the same report.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import platform
+import time
+import traceback
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import torch
+
+import pelab
+from pelab.errors import PelabError
+from pelab.report.claims import ClaimResult, Figure, ReportContext, Table, all_claims
+from pelab.report.figures import curves_plot
+from pelab.study.grid import parse_study
+from pelab.study.stats import runs_frame
+from pelab.study.store import Store
+
+VERDICT_CLASS = {
+    "supported": "ok",
+    "exact": "ok",
+    "not supported": "no",
+    "reported": "info",
+}
+
+
+def machine_facts() -> dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "torch threads": str(torch.get_num_threads()),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda or "none",
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "pelab": pelab.__version__,
+    }
+
+
+def load_context(folder: Path) -> ReportContext:
+    store = Store(folder, create=False)
+    try:
+        source = store.meta("study")
+        rows = store.rows()
+    finally:
+        store.close()
+    if not source:
+        raise PelabError(f"out: {folder} has no study file recorded; run `pelab study` there first")
+    study = parse_study(source)
+    ids = {r.run_id for r in study.runs}
+    rows = [r for r in rows if r["run_id"] in ids]
+    if not rows:
+        raise PelabError(f"out: {folder} has no finished runs of its study yet")
+    frame = runs_frame(rows)
+    return ReportContext(folder=folder, study=study, rows=rows, frame=frame, **study.report)
+
+
+def _curves(ctx: ReportContext) -> list[Figure]:
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in ctx.rows:
+        by_task[r["config"]["task"]["name"]].append(r)
+    figs = []
+    for task, rows in by_task.items():
+        widths = {r["config"]["model"]["d"] for r in rows}
+        groups: dict[str, list] = defaultdict(list)
+        for r in rows:
+            if r["status"] != "done":
+                continue
+            m = r["config"]["model"]
+            label = f"{m['position']['scheme']} + {m['combine']}" + (f", d={m['d']}" if len(widths) > 1 else "")
+            groups[label].append(r["curve"])
+        path = curves_plot(ctx.figures / f"curves-{task}.png", dict(groups), f"{task}: learning curves")
+        figs.append(Figure(f"{task}: training loss", path, "mean over seeds"))
+    return figs
+
+
+def _run_claims(ctx: ReportContext) -> list[ClaimResult]:
+    out = []
+    for fn in all_claims():
+        try:
+            out.append(fn(ctx))
+        except PelabError:
+            raise
+        except Exception as e:  # a broken claim is shown, never hidden
+            cid = fn.__name__.upper()
+            out.append(
+                ClaimResult(
+                    id=cid,
+                    title=f"{cid}: evidence could not be computed",
+                    claim="",
+                    source="",
+                    rule="",
+                    verdict="error",
+                    key=f"{type(e).__name__}: {e}",
+                    caveats=[traceback.format_exc(limit=3)],
+                )
+            )
+    return out
+
+
+def _embed(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def _md_escape(text: str) -> str:
+    return html.escape(str(text), quote=False).replace("|", "\\|")
+
+
+def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, Path, list[ClaimResult]]:
+    folder = Path(folder)
+    started = time.perf_counter()
+    ctx = load_context(folder)
+    claims = _run_claims(ctx)
+    curves = _curves(ctx)
+    meta_store = Store(folder, create=False)
+    try:
+        seconds = meta_store.meta("study_seconds")
+        cmd = command or meta_store.meta("command") or f"pelab study --out {folder}"
+    finally:
+        meta_store.close()
+    done = int((ctx.frame.status == "done").sum())
+    failed = int((ctx.frame.status != "done").sum())
+    held = [
+        "task (per comparison)",
+        "data order and evaluation sets (paired seeds)",
+        "steps, batch, optimiser, learning-rate schedule",
+        "width d, layers, heads",
+    ]
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pelab.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html.j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["md"] = _md_escape
+    env.filters["embed"] = _embed
+    env.filters["rel"] = lambda p: os.path.relpath(p, folder)
+    env.filters["vclass"] = lambda v: VERDICT_CLASS.get(v, "warn")
+    data = dict(
+        study=ctx.study,
+        claims=claims,
+        curves=curves,
+        runs=len(ctx.rows),
+        done=done,
+        failed=failed,
+        seeds=ctx.study.seeds,
+        floor=ctx.floor,
+        margin=ctx.margin,
+        axes=ctx.study.axes,
+        held=held,
+        command=cmd,
+        machine=machine_facts(),
+        study_seconds=seconds,
+        report_seconds=None,
+        source=ctx.study.source,
+        Table=Table,
+    )
+    data["report_seconds"] = f"{time.perf_counter() - started:.0f}"
+    html_path, md_path = folder / "report.html", folder / "report.md"
+    html_path.write_text(env.get_template("report.html.j2").render(**data))
+    md_path.write_text(env.get_template("report.md.j2").render(**data))
+    (folder / "claims.json").write_text(
+        json.dumps([{"id": c.id, "verdict": c.verdict, "key": c.key, "runs": c.run_ids} for c in claims], indent=1)
+    )
+    return html_path, md_path, claims

@@ -1,0 +1,110 @@
+"""End to end: a tiny study, its report, a rebuild from the database, and a real browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pelab.report.verdicts import EXACT, INCONCLUSIVE, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
+
+TINY = Path(__file__).parent / "data" / "tiny_study.toml"
+VERDICTS = {SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, TOO_SMALL, REPORTED, EXACT}
+
+
+@pytest.fixture(scope="module")
+def study_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tiny") / "study"
+    r = subprocess.run(
+        [sys.executable, "-m", "pelab", "study", str(TINY), "--out", str(out), "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "report:" in r.stdout and "claims" in r.stdout
+    return out
+
+
+def test_every_claim_has_a_section_and_a_verdict(study_dir: Path) -> None:
+    claims = json.loads((study_dir / "claims.json").read_text())
+    ids = [c["id"] for c in claims]
+    from pelab.report.claims import all_claims
+
+    assert ids == [fn.__name__.upper() for fn in all_claims()]
+    assert len(ids) >= 15
+    html = (study_dir / "report.html").read_text()
+    md = (study_dir / "report.md").read_text()
+    for c in claims:
+        assert c["verdict"] in VERDICTS, c
+        assert f'id="{c["id"].lower()}"' in html
+        assert f"## {c['id']} ·" in md
+    # Every claim drawn from trained arms cites stored runs.
+    stored = {p.stem for p in (study_dir / "checkpoints").glob("*.safetensors")}
+    for c in claims:
+        assert set(c["runs"]) <= stored
+
+
+def test_report_rebuilds_from_the_database_alone(study_dir: Path) -> None:
+    def stable(text: str) -> str:
+        return re.sub(r"report time.*", "", text)
+
+    before = (study_dir / "report.md").read_text()
+    r = subprocess.run([sys.executable, "-m", "pelab", "report", str(study_dir)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert stable((study_dir / "report.md").read_text()) == stable(before)
+
+
+def test_user_text_is_escaped(study_dir: Path) -> None:
+    html = (study_dir / "report.html").read_text()
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script" not in html  # the report runs no script at all
+
+
+def test_html_is_self_contained(study_dir: Path) -> None:
+    html = (study_dir / "report.html").read_text()
+    sources = re.findall(r'<img src="([^"]+)"', html)
+    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert "http://" not in html and "https://" not in html
+
+
+def _browser() -> tuple[str, str] | None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    return (chromium, driver) if chromium and driver else None
+
+
+@pytest.mark.skipif(_browser() is None, reason="needs Debian's chromium and chromium-driver (.ci/run installs them)")
+def test_report_in_headless_chromium(study_dir: Path, tmp_path: Path) -> None:
+    webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (the test extra)")
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver_path = _browser()  # type: ignore[misc]
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+                 "--window-size=1200,2000"):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    browser = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    try:
+        browser.get((study_dir / "report.html").resolve().as_uri())
+        widths = browser.execute_script("return Array.from(document.images).map(i => i.complete ? i.naturalWidth : 0)")
+        assert widths and all(w > 0 for w in widths), widths
+        errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        assert not errors, errors
+        assert "pelab" in browser.title
+        shot = study_dir / "report-screenshot.png"
+        browser.save_screenshot(str(shot))
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        browser.quit()

@@ -94,7 +94,8 @@ class ReportContext:
         key = json.dumps([name, run_id, scheme], sort_keys=True, default=str)
         if key in self.analyses:
             return self.analyses[key]
-        out = self.analysis_dir / (f"{name}-{run_id}" if run_id else f"{name}-{scheme.get('scheme', 'x')}")
+        label = "-".join(str(v) for k, v in sorted(scheme.items()) if k not in ("d", "length", "grid"))
+        out = self.analysis_dir / (f"{name}-{run_id}" if run_id else f"{name}-{label}-{scheme.get('d')}")
         if run_id is not None:
             model, run = load_trained(self.folder, run_id)
             inputs = AnalysisInput.for_model(model, run)
@@ -102,6 +103,7 @@ class ReportContext:
             position = PositionConfig(**{k: v for k, v in scheme.items() if k not in ("d", "length", "grid")})
             inputs = AnalysisInput.for_scheme(position, scheme["d"], scheme["length"], scheme.get("grid"))
         result = analysis(name).run(inputs, out)
+        result["folder"] = out  # where its figures are (added after the JSON is written)
         self.analyses[key] = result
         return result
 

@@ -35,19 +35,16 @@ C1_D, C1_LENGTH = 512, 128
 CROSS_SHARE = 0.10
 
 
-def _figures(result: dict[str, Any] | None, folder: Path, titles: dict[str, str]) -> list[Figure]:
+def _figures(result: dict[str, Any] | None, titles: dict[str, str]) -> list[Figure]:
     if not result:
         return []
+    folder = Path(result["folder"])
     out = []
     for name in result.get("files", []):
         for suffix, title in titles.items():
             if name.endswith(suffix):
                 out.append(Figure(title, folder / name))
     return out
-
-
-def _adir(ctx: ReportContext, name: str, run_id: str | None = None, scheme: str = "x") -> Path:
-    return ctx.analysis_dir / (f"{name}-{run_id}" if run_id else f"{name}-{scheme}")
 
 
 def _learned_run(ctx: ReportContext, arm: pd.DataFrame) -> str | None:
@@ -97,9 +94,7 @@ def c1(ctx: ReportContext) -> ClaimResult:
             [[str(p), *[f"{row[j]:+.4f}" for j in dims]] for p, row in grid.items()],
         )
     )
-    r.figures += _figures(
-        s, _adir(ctx, "spectrum", scheme="sinusoidal"), {"_range.png": "range of each dimension over the positions"}
-    )
+    r.figures += _figures(s, {"_range.png": "range of each dimension over the positions"})
     r.setup = f"paper layout, d={C1_D}, positions 0..{C1_LENGTH - 1}; no training involved"
     return r
 
@@ -127,14 +122,13 @@ def c15(ctx: ReportContext) -> ClaimResult:
     assert sinusoid_table is not None
     r.figures += _figures(
         s,
-        _adir(ctx, "spectrum", scheme="sinusoidal"),
         {
             "_heatmap.png": "sinusoidal table, paper layout (d=512, 128 positions)",
             "_curves.png": "chosen dimensions against position",
         },
     )
     t2t = ctx.analyse("spectrum", scheme="sinusoidal", layout="tensor2tensor", d=C1_D, length=C1_LENGTH)
-    r.figures += _figures(t2t, _adir(ctx, "spectrum", scheme="sinusoidal"), {})
+    r.figures += _figures(t2t, {"_heatmap.png": "sinusoidal table, tensor2tensor layout (all sines, then cosines)"})
     r.verdict = EXACT if err < 1e-12 and r.figures else NOT_SUPPORTED
     r.key = f"max |drawn − closed form| = {err:.1e}"
     r.notes.append("PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).")
@@ -210,7 +204,7 @@ def c2(ctx: ReportContext) -> ClaimResult:
     r.key = f"overlap fell in {sum(shrunk)} of {len(shrunk)} trained models"
     if ids:
         g = ctx.analyse("geometry", run_id=ids[0])
-        r.figures += _figures(g, _adir(ctx, "geometry", ids[0]), {"_subspaces.png": f"subspaces, run {ids[0]}"})
+        r.figures += _figures(g, {"_subspaces.png": f"subspaces, run {ids[0]}"})
     r.run_ids = ids + sorted({x for c in comps for x in c.a.run_ids + c.b.run_ids})
     r.caveats.append("'Best concat_split' is chosen after seeing the results, which favours concatenation.")
     return r
@@ -236,7 +230,7 @@ def c3(ctx: ReportContext) -> ClaimResult:
             ],
         )
     )
-    r.figures += _figures(g, _adir(ctx, "geometry", scheme="sinusoidal"), {"_cosines.png": "random cosines against d"})
+    r.figures += _figures(g, {"_cosines.png": "random cosines against d"})
     comps = [c for c in compare(ctx.frame, ["model.combine"], ("concat_split",), ("add",))]
     by_series: dict[str, list] = {}
     for c in comps:
@@ -325,7 +319,7 @@ def c4(ctx: ReportContext) -> ClaimResult:
         r.verdict = SUPPORTED if float(np.mean(cross)) >= CROSS_SHARE else NOT_SUPPORTED
         r.key = f"cross terms: {pct(float(np.mean(cross)))} of within-query variance (mean of {len(cross)} models)"
         a = ctx.analyse("attention", run_id=ids[0])
-        r.figures += _figures(a, _adir(ctx, "attention", ids[0]), {".png": f"four terms, run {ids[0]}"})
+        r.figures += _figures(a, {".png": f"four terms, run {ids[0]}"})
     else:
         r.verdict, r.key = TOO_SMALL, "no add arm learned its task above the floor"
     r.notes.append(
@@ -392,7 +386,7 @@ def c8(ctx: ReportContext) -> ClaimResult:
     )
     if ids:
         p = ctx.analyse("probes", run_id=ids[0])
-        r.figures += _figures(p, _adir(ctx, "probes", ids[0]), {".png": f"probes, run {ids[0]}"})
+        r.figures += _figures(p, {".png": f"probes, run {ids[0]}"})
     if not probe_ok:
         r.verdict = SUPPORTED if equi_ok else NOT_SUPPORTED
         r.caveats.append("No NoPE decoder checkpoint in this study: only the equivariance half was measured.")
@@ -510,7 +504,7 @@ def c11(ctx: ReportContext) -> ClaimResult:
                     "yes" if x["determined"] else "no (any table fits)",
                 ]
             )
-    sin_max = max(x["residual"] for res in lin["tables"].values() for x in res)
+    sin_max = max(x["residual"] for x in lin["tables"][lin["subject"]])
     ids = []
     for task in _token_tasks(ctx)[:2]:
         run_id = ctx.pick_run(

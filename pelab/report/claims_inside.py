@@ -33,6 +33,7 @@ from pelab.report.verdicts import EXACT, INCONCLUSIVE, NOT_SUPPORTED, REPORTED, 
 #: C1/C15 look at the encoding at the size of the question's figures.
 C1_D, C1_LENGTH = 512, 128
 CROSS_SHARE = 0.10
+ADD_WORDS = {SUPPORTED: "add worse", NOT_SUPPORTED: "add not worse"}
 
 
 def _figures(result: dict[str, Any] | None, titles: dict[str, str]) -> list[Figure]:
@@ -145,7 +146,7 @@ def c2(ctx: ReportContext) -> ClaimResult:
         rule="supported when the trained token/position subspaces overlap less than at initialisation and "
         "add + learned is not worse than the best concat_split beyond the interval",
     )
-    rows, shrunk, ids = [], [], []
+    rows, shrunk, ids, drops = [], [], [], []
     for task in _token_tasks(ctx):
         arm = select(ctx.frame, task__name=task, model__position__scheme="learned", model__combine="add")
         for d in sorted(arm["model.d"].unique()) if not arm.empty else []:
@@ -155,6 +156,7 @@ def c2(ctx: ReportContext) -> ClaimResult:
             g = ctx.analyse("geometry", run_id=run_id)
             init, trained = g["overlap"]["init"], g["overlap"]["trained"]
             shrunk.append(trained["overlap"] < init["overlap"])
+            drops.append(init["overlap"] - trained["overlap"])
             ids.append(run_id)
             rows.append(
                 [
@@ -189,7 +191,7 @@ def c2(ctx: ReportContext) -> ClaimResult:
         Table(
             "add + learned (A) against the best concat_split (B)",
             COMPARISON_COLUMNS,
-            comparison_rows(comps, ["task.name", "model.d"], [v.replace(SUPPORTED, "add worse") for v in verdicts]),
+            comparison_rows(comps, ["task.name", "model.d"], [ADD_WORDS.get(v, v) for v in verdicts]),
         )
     )
     add_ok = [v in (NOT_SUPPORTED, INCONCLUSIVE) for v in verdicts if v != TOO_SMALL]
@@ -202,6 +204,12 @@ def c2(ctx: ReportContext) -> ClaimResult:
     else:
         r.verdict = INCONCLUSIVE
     r.key = f"overlap fell in {sum(shrunk)} of {len(shrunk)} trained models"
+    if drops:
+        r.key += f" (by {np.mean(drops):.3f} on average)"
+        r.caveats.append(
+            "Compare the size of the fall with the overlap expected of random subspaces of the same "
+            "dimensions (the 'random subspaces' column): a fall that stays near that baseline is a small effect."
+        )
     if ids:
         g = ctx.analyse("geometry", run_id=ids[0])
         r.figures += _figures(g, {"_subspaces.png": f"subspaces, run {ids[0]}"})
@@ -265,7 +273,7 @@ def c3(ctx: ReportContext) -> ClaimResult:
     r.verdict = combine_any(verdicts) if verdicts else INCONCLUSIVE
     law_ok = all(abs(c["mean_abs_cos"] - c["exact"]) < 4 * c["stderr"] + 1e-9 for c in g["random_cosines"])
     r.key = f"cosines follow the law: {'yes' if law_ok else 'no'}; gap series by d: {len(series)}"
-    r.run_ids = sorted({x for c in comps for x in c.a.run_ids + c.b.run_ids})
+    r.run_ids = sorted({x for cs in series.values() for c in cs for x in c.a.run_ids + c.b.run_ids})
     return r
 
 
@@ -337,7 +345,7 @@ def c8(ctx: ReportContext) -> ClaimResult:
         claim="NoPE encoders cannot tell order; causal decoders recover absolute position from the mask.",
         source="Haviv et al. 2022; Kazemnejad et al. 2023",
         rule="equivariance: difference at float round-off for `none` only; probe: the NoPE decoder's position "
-        "probe well above chance (at least twice chance and 20 points above it) in some layer",
+        "probe well above chance (at least twice chance) in its best layer",
     )
     s = ctx.analyse("symmetry", scheme="none", d=32, length=12)
     r.tables.append(
@@ -363,7 +371,7 @@ def c8(ctx: ReportContext) -> ClaimResult:
             p = ctx.analyse("probes", run_id=run_id)
             best = max(p["position"], key=lambda x: x["accuracy"])
             if scheme == "none":
-                probe_ok.append(best["accuracy"] >= max(2 * best["chance"], best["chance"] + 0.2))
+                probe_ok.append(best["accuracy"] >= 2 * best["chance"])
             ids.append(run_id)
             for layer in p["position"]:
                 probe_rows.append(

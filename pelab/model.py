@@ -129,7 +129,10 @@ class Transformer(nn.Module):
         T = inputs.shape[1]
         if positions is None:
             positions = torch.arange(T, device=inputs.device)
-        self.scheme.check_length(int(positions.max()) + 1)
+            longest = T  # known without asking the device (no CUDA sync)
+        else:
+            longest = int(positions.max()) + 1
+        self.scheme.check_length(longest)
         table = self.scheme.table(positions) if "position" in self.embed.combiner.widths.sides else None
         parts = self.embed(inputs, table, segments)
         bias = self.attention_bias(positions)

@@ -34,5 +34,6 @@ class Learned(PositionScheme):
             )
 
     def table(self, positions: Tensor) -> Tensor:
-        self.check_length(int(positions.max()) + 1 if positions.numel() else 0)
+        if positions.device.type == "cpu":  # the model checked already; on CUDA this would sync
+            self.check_length(int(positions.max()) + 1 if positions.numel() else 0)
         return self.weight[positions]

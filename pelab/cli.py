@@ -113,51 +113,44 @@ def params(
     kind: Annotated[str, typer.Option(help="encoder | decoder")] = "encoder",
 ) -> None:
     """Parameters and FLOPs per token for every combiner at the same settings."""
-    from pelab.combine import COMBINERS
     from pelab.config import ModelConfig, PositionConfig, build
-    from pelab.model import Transformer
-    from pelab.positions import scheme_class
+    from pelab.sizes import combiner_sizes
 
-    has_table = scheme_class(position).has_table
+    cfg = build(
+        ModelConfig,
+        kind=kind,
+        vocab_size=vocab,
+        n_outputs=vocab,
+        d=d,
+        d_position=d_position,
+        n_layers=layers,
+        n_heads=heads,
+        max_len=max(length, 512),
+        position=build(PositionConfig, scheme=position),
+        combine="none" if not _has_table(position) else "add",
+    )
     t = Table(title=f"d={d}, {layers} layers, {heads} heads, position={position}, T={length}, vocab={vocab}")
     for col in ("combine", "d_token", "d_position", "d_model", "parameters", "x add", "FLOPs/token (fwd)", "x add"):
         t.add_column(col, justify="left" if col == "combine" else "right")
-    base: tuple[int, int] | None = None
-    for name, cls in COMBINERS.items():
-        scheme = position if cls.uses_position == has_table else "none"
-        if cls.uses_position and not has_table:
-            t.add_row(name, "-", "-", "-", f"n/a: {position} has no input table", "", "", "")
-            continue
-        cfg = build(
-            ModelConfig,
-            kind=kind,
-            vocab_size=vocab,
-            n_outputs=vocab,
-            d=d,
-            d_position=d_position,
-            n_layers=layers,
-            n_heads=heads,
-            max_len=max(length, 512),
-            position=build(PositionConfig, scheme=scheme),
-            combine=name,
-        )
-        model = Transformer(cfg)
-        n, f = model.num_parameters(), model.flops_per_token(length)
-        if base is None:
-            base = (n, f)
-        w = cfg.widths()
-        label = name if scheme == position else f"{name} (position={scheme})"
+    for row in combiner_sizes(cfg, length):
+        label = row.combine if row.position == position else f"{row.combine} (position={row.position})"
         t.add_row(
             label,
-            str(w.token),
-            str(w.sides.get("position", 0)),
-            str(w.model),
-            f"{n:,}",
-            f"{n / base[0]:.3f}",
-            f"{f:,}",
-            f"{f / base[1]:.3f}",
+            str(row.d_token),
+            str(row.d_position),
+            str(row.d_model),
+            f"{row.params:,}",
+            f"{row.params_vs_add:.3f}",
+            f"{row.flops_per_token:,}",
+            f"{row.flops_vs_add:.3f}",
         )
     console.print(t)
+
+
+def _has_table(scheme: str) -> bool:
+    from pelab.positions import scheme_class
+
+    return scheme_class(scheme).has_table
 
 
 @app.command()
@@ -349,6 +342,42 @@ def analyze(
         else:
             console.print(f"[bold]{name}[/]: {escape(res['summary'])}")
             console.print(f"  wrote {', '.join(res['files'])} in {out}")
+
+
+@app.command()
+def pretrained(
+    out: Annotated[Path, typer.Option(help="folder for pretrained.json, pretrained.md and the figures")] = Path(
+        "pelab-out/pretrained"
+    ),
+    corpus: Annotated[str | None, typer.Option(help="text file or folder for C9 (default: Python's stdlib)")] = None,
+    seeds: Annotated[int, typer.Option(help="C9: seeds per arm (paired across arms)")] = 3,
+    steps: Annotated[int, typer.Option(help="C9: optimiser steps per run")] = 300,
+    skip_c9: Annotated[bool, typer.Option("--skip-c9", help="only analyse the tables; train nothing")] = False,
+) -> None:
+    """MiniLM (pelab[pretrained]): what its learned positions encode (C16, C11, C1, geometry) beside
+    sinusoidal, and frozen word vectors + positions added or concatenated (C9)."""
+    from pelab.pretrained import model_dir
+
+    model_dir()  # the one-line install hint, before any work
+    if seeds < 1 or steps < 1:
+        raise PelabError(f"{'seeds' if seeds < 1 else 'steps'}: must be a positive integer")
+    from pelab.pretrained.frozen import Budget, arms
+    from pelab.pretrained.report import run as run_pretrained
+
+    budget = None if skip_c9 else Budget(seeds=seeds, steps=steps, corpus=corpus)
+    if budget is not None:  # a bad corpus is the user's mistake: say so before the analyses
+        from pelab.pretrained.frozen import config
+
+        config(arms()[0], 0, budget)
+    with console.status("measuring MiniLM's tables") as status:
+        numbers, files = run_pretrained(
+            out, budget, on_run=lambda i, n, label: status.update(f"C9: run {i + 1}/{n} ({label})")
+        )
+    from pelab.pretrained.report import summary_lines
+
+    for line in summary_lines(numbers):
+        console.print(escape(line))
+    console.print(f"wrote {', '.join(f.name for f in files)} in {out}")
 
 
 def main() -> None:

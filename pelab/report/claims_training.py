@@ -41,9 +41,7 @@ def _runs(comparisons: list) -> list[str]:
 
 
 def c5(ctx: ReportContext) -> ClaimResult:
-    from pelab.combine import COMBINERS
-    from pelab.config import RunConfig
-    from pelab.model import Transformer
+    from pelab.sizes import combiner_sizes
     from pelab.tasks import make_task
 
     r = ClaimResult(
@@ -57,30 +55,11 @@ def c5(ctx: ReportContext) -> ClaimResult:
     template = next((run for run in ctx.study.runs if run.model.vocab_size), ctx.study.runs[0])
     task = make_task(template.task)
     T = task.seq_len(task.n)
-    rows, base = [], None
-    for name, cls in COMBINERS.items():
-        scheme = template.model.position.scheme if cls.uses_position else "none"
-        if cls.uses_position and scheme in ("rotary", "alibi", "t5", "untied", "none"):
-            scheme = "sinusoidal"
-        data = template.model_dump()
-        data["model"]["combine"], data["model"]["position"]["scheme"] = name, scheme
-        model = Transformer(RunConfig.model_validate(data).model)
-        n, f = model.num_parameters(), model.flops_per_token(T)
-        base = base or (n, f)
-        w = model.cfg.widths()
-        rows.append(
-            [
-                name,
-                scheme,
-                str(w.token),
-                str(w.sides.get("position", 0)),
-                str(w.model),
-                f"{n:,}",
-                f"{n / base[0]:.3f}",
-                f"{f:,}",
-                f"{f / base[1]:.3f}",
-            ]
-        )
+    rows = [
+        [x.combine, x.position, str(x.d_token), str(x.d_position), str(x.d_model), f"{x.params:,}",
+         f"{x.params_vs_add:.3f}", f"{x.flops_per_token:,}", f"{x.flops_vs_add:.3f}"]
+        for x in combiner_sizes(template.model, T)
+    ]  # fmt: skip
     m = template.model
     r.setup = (
         f"task {template.task.name} (sequence length {T}), d={m.d}, {m.n_layers} layers, {m.n_heads} heads, "

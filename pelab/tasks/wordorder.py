@@ -1,0 +1,175 @@
+"""Word order in real text, seen through MiniLM's frozen word vectors (claim C9).
+
+wordorder   the first n MiniLM word pieces of a paragraph of real English, forwards
+            or (with probability 1/2) reversed: which? Reversal keeps the multiset
+            of pieces, so without positions the task is impossible (an encoder with
+            no position signal is permutation-equivariant, so its pooled output is
+            the same both ways: 50%). With positions it needs word identity at a
+            position (paragraphs open with "return", "this", "if"; a reversed window
+            opens mid-sentence or with "."), and word pairs in order ("of the", not
+            "the of"): exactly what adding positions to frozen word vectors may blur.
+
+The text is the prose of the corpus: comment and docstring lines of the default
+corpus (Python's standard library, the same files and train/validation split as
+``charlm``), or any text file or folder named by ``task.corpus`` (text that reads
+as Python source is likewise cut down to its comments and docstrings). A line is
+prose when it reads as words (letters, spaces, light punctuation, no code);
+consecutive prose lines form a paragraph, paragraphs are tokenised with MiniLM's
+WordPiece tokenizer and joined by [SEP] into one stream per split. A window starts
+at a paragraph start and runs on across [SEP] when the paragraph is shorter than n.
+Training draws paragraphs at random; evaluation reads every validation paragraph
+once forwards and once reversed, so it is the same, balanced set for every run.
+
+The model side is decided here: MiniLM's 30522-word vocabulary with its frozen word
+vectors (``token_table="minilm"``), two classes, pooled.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+
+import torch
+
+from pelab.errors import PelabError
+from pelab.tasks import register
+from pelab.tasks.base import Batch, Task
+from pelab.tasks.text import load_corpus
+
+#: A prose line: only word characters, spaces and light punctuation, at least MIN_WORDS words.
+PROSE = re.compile(r"^[A-Za-z0-9 ,.;:'\"()!?\-]+$")
+MIN_WORDS = 4
+#: Leading markers stripped before a line is judged: comment hashes, docstring quotes.
+MARKERS = re.compile(r"^(#+|\"\"\"|''')\s*")
+#: Python source is read for its comments and docstrings only; text with this share of
+#: lines opening a definition or an import counts as Python.
+CODE = re.compile(r"^\s*(def|class|import|from \S+ import)\b")
+CODE_SHARE = 0.01
+#: Fewest paragraphs each split must hold (evaluation reads every validation paragraph both ways).
+MIN_PARAGRAPHS = 20
+#: Code that slips through (a docstring's code example, a string that fooled the quote count).
+CALL = re.compile(r"\w\(")
+BLOCK = re.compile(r"^(if|elif|else|for|while|with|try|except|finally|def|class|return|raise|assert)\b.*:$")
+
+
+def is_python(lines: list[str]) -> bool:
+    return sum(bool(CODE.match(line)) for line in lines) >= CODE_SHARE * max(len(lines), 1)
+
+
+def text_lines(lines: list[str]) -> list[str]:
+    """Python source: its comment and docstring lines, every other line blanked (it ends a paragraph)."""
+    out, in_doc = [], False
+    for raw in lines:
+        s = raw.strip()
+        out.append(s if in_doc or s.startswith(("#", '"""', "'''")) else "")
+        if (s.count('"""') + s.count("'''")) % 2:
+            in_doc = not in_doc
+    return out
+
+
+def is_prose(line: str) -> bool:
+    letters = sum(c.isalpha() for c in line)
+    return (
+        bool(PROSE.match(line))
+        and len(line.split()) >= MIN_WORDS
+        and letters >= 0.7 * len(line)
+        and not CALL.search(line)
+        and not BLOCK.match(line)
+    )
+
+
+def prose_paragraphs(text: str) -> list[str]:
+    """Runs of consecutive prose lines (of comments and docstrings, for Python), each joined into one paragraph."""
+    lines = text.splitlines()
+    if is_python(lines):
+        lines = text_lines(lines)
+    paragraphs: list[str] = []
+    current: list[str] = []
+    for raw in lines:
+        line = MARKERS.sub("", raw.strip()).rstrip("\"'# ").strip()
+        if is_prose(line):
+            current.append(line)
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    if current:
+        paragraphs.append(" ".join(current))
+    return paragraphs
+
+
+@functools.lru_cache(maxsize=4)
+def word_pieces(corpus: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(train, validation) streams of MiniLM word-piece ids, paragraphs separated by [SEP]."""
+    from pelab.pretrained import tokenizer
+
+    tok = tokenizer()
+    streams = []
+    for data in load_corpus(corpus):
+        paragraphs = prose_paragraphs(bytes(data.numpy()).decode("utf-8", errors="replace"))
+        ids: list[int] = []
+        for piece in tok.encode_batch(paragraphs):
+            ids.extend(piece)
+            ids.append(tok.sep_id)
+        streams.append(torch.tensor(ids, dtype=torch.long))
+    return streams[0], streams[1]
+
+
+def paragraph_starts(stream: torch.Tensor, n: int, sep_id: int) -> torch.Tensor:
+    """Offsets in ``stream`` where a paragraph starts and n pieces follow."""
+    starts = torch.cat([torch.zeros(1, dtype=torch.long), torch.nonzero(stream == sep_id).squeeze(1) + 1])
+    return starts[starts + n <= len(stream)]
+
+
+@register
+class WordOrder(Task):
+    name = "wordorder"
+    description = "classify: a real paragraph's first n word pieces, forwards or reversed? (MiniLM's frozen vectors)"
+    kind = "classify"
+
+    def validate(self) -> None:
+        if self.cfg.length < 2:
+            raise PelabError(f"task.length: wordorder needs at least 2 word pieces to reverse (got {self.cfg.length})")
+        for split in ("train", "test"):
+            found = len(self.starts(split, self.max_n))
+            if found < MIN_PARAGRAPHS:
+                raise PelabError(
+                    f"task.corpus: the {'training' if split == 'train' else 'validation'} text holds {found} "
+                    f"paragraphs of prose with {self.max_n} word pieces after their start; wordorder needs "
+                    f"{MIN_PARAGRAPHS}"
+                )
+
+    def model_fields(self) -> dict[str, object]:
+        from pelab.pretrained import VOCAB_SIZE
+
+        return dict(kind="encoder", vocab_size=VOCAB_SIZE, n_outputs=2, head="pool", token_table="minilm")
+
+    def stream(self, split: str) -> torch.Tensor:
+        return word_pieces(self.cfg.corpus)[0 if split == "train" else 1]
+
+    def starts(self, split: str, n: int) -> torch.Tensor:
+        from pelab.pretrained import tokenizer
+
+        return paragraph_starts(self.stream(split), n, tokenizer().sep_id)
+
+    def windows(self, split: str, starts: torch.Tensor, reverse: torch.Tensor, n: int) -> Batch:
+        """The n pieces from each start, reversed where ``reverse``; label 1 = reversed (and changed)."""
+        text = self.stream(split)[starts[:, None] + torch.arange(n)]  # (B, n)
+        x = torch.where(reverse[:, None], text.flip(1), text)
+        label = (x != text).any(dim=1).long()  # a palindrome reversed is no change
+        return Batch(x, label, torch.ones(len(x), dtype=torch.bool))
+
+    def batch(self, split: str, size: int, generator: torch.Generator, n: int | None = None) -> Batch:
+        n = n or self.n
+        starts = self.starts(split, n)
+        pick = starts[torch.randint(0, len(starts), (size,), generator=generator)]
+        reverse = torch.rand(size, generator=generator) < 0.5
+        return self.windows(split, pick, reverse, n)
+
+    def eval_batches(self, n: int, batch_size: int, count: int, generator: torch.Generator) -> Iterator[Batch]:
+        """Every validation paragraph, forwards then reversed (``count`` and ``generator`` are not needed)."""
+        starts = self.starts("test", n)
+        for reverse in (False, True):
+            for i in range(0, len(starts), batch_size):
+                chunk = starts[i : i + batch_size]
+                yield self.windows("test", chunk, torch.full((len(chunk),), reverse), n)

@@ -261,10 +261,24 @@ def study(
         f"{outcome.ran} run(s) in {outcome.seconds:.0f}s ({outcome.skipped} already stored, "
         f"{outcome.failed} failed, {outcome.diverged} diverged); results: {out}"
     )
+    if spec.pretrained is not None:
+        _pretrained_runs(out, spec.pretrained)
     if report:
         _report(out)
     else:
         _results_table(out)
+
+
+def _pretrained_runs(out: Path, settings: dict) -> None:
+    """C9's runs (frozen MiniLM word vectors), part of the study: stored, and skipped when done."""
+    from pelab.pretrained import INSTALL_HINT, available
+    from pelab.report.claims_pretrained import run_pretrained
+
+    if not available():
+        console.print(f"[yellow]C9 skipped[/]: {INSTALL_HINT}")
+        return
+    with console.status("C9: training on frozen MiniLM word vectors (stored runs are skipped)"):
+        run_pretrained(out, settings)
 
 
 def _report(out: Path) -> None:

@@ -130,6 +130,9 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
     folder = Path(folder)
     started = time.perf_counter()
     ctx = load_context(folder)
+    from pelab.report.claims_pretrained import run_pretrained
+
+    ctx.analyses["pretrained"] = run_pretrained(folder, None)  # measures MiniLM; trains nothing
     claims = _run_claims(ctx)
     curves = _curves(ctx)
     meta_store = Store(folder, create=False)

@@ -99,8 +99,11 @@ def test_sigkill_then_resume_matches_clean_run(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "pelab", *args, "--out", str(killed)], stdout=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline:
-        if (killed / DB_NAME).exists() and len(db_rows(killed)) >= 2:
-            break
+        try:
+            if (killed / DB_NAME).exists() and len(db_rows(killed)) >= 2:
+                break
+        except sqlite3.OperationalError:  # the driver is still creating the schema
+            pass
         time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
     proc.wait()

@@ -274,7 +274,14 @@ def c3(ctx: ReportContext) -> ClaimResult:
 
     r.verdict = combine_any(verdicts) if verdicts else INCONCLUSIVE
     law_ok = all(abs(c["mean_abs_cos"] - c["exact"]) < 4 * c["stderr"] + 1e-9 for c in g["random_cosines"])
-    r.key = f"cosines follow the law: {'yes' if law_ok else 'no'}; gap series by d: {len(series)}"
+    gaps = []
+    for cs in series.values():
+        cs = sorted(cs, key=lambda c: c.group["model.d"])
+        gaps.append(
+            f"concat_split − add {pp(cs[0].diff, cs[0].lo, cs[0].hi)} at d={cs[0].group['model.d']}, "
+            f"{pp(cs[-1].diff, cs[-1].lo, cs[-1].hi)} at d={cs[-1].group['model.d']}"
+        )
+    r.key = f"random cosines follow the law: {'yes' if law_ok else 'no'}; " + ("; ".join(gaps) or "no width series")
     r.run_ids = sorted({x for cs in series.values() for c in cs for x in c.a.run_ids + c.b.run_ids})
     return r
 

@@ -114,6 +114,7 @@ def params(
 ) -> None:
     """Parameters and FLOPs per token for every combiner at the same settings."""
     from pelab.config import ModelConfig, PositionConfig, build
+    from pelab.positions import scheme_class
     from pelab.sizes import combiner_sizes
 
     cfg = build(
@@ -127,7 +128,7 @@ def params(
         n_heads=heads,
         max_len=max(length, 512),
         position=build(PositionConfig, scheme=position),
-        combine="none" if not _has_table(position) else "add",
+        combine="add" if scheme_class(position).has_table else "none",
     )
     t = Table(title=f"d={d}, {layers} layers, {heads} heads, position={position}, T={length}, vocab={vocab}")
     for col in ("combine", "d_token", "d_position", "d_model", "parameters", "x add", "FLOPs/token (fwd)", "x add"):
@@ -145,12 +146,6 @@ def params(
             f"{row.flops_vs_add:.3f}",
         )
     console.print(t)
-
-
-def _has_table(scheme: str) -> bool:
-    from pelab.positions import scheme_class
-
-    return scheme_class(scheme).has_table
 
 
 @app.command()

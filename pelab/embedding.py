@@ -74,8 +74,3 @@ class FrozenEmbedding(nn.Module):
 
     def forward(self, ids: Tensor) -> Tensor:
         return F.embedding(ids, self.weight)  # (B, T, d_token)
-
-
-def count_parameters(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())
-

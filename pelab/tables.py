@@ -10,6 +10,7 @@ from torch import Tensor
 from pelab.config import ModelConfig, PositionConfig, build
 from pelab.errors import PelabError
 from pelab.model import Transformer
+from pelab.positions import scheme_class
 
 
 def square_grid(length: int) -> tuple[int, int]:
@@ -37,7 +38,7 @@ def scheme_table(
     """
     if position.scheme == "sincos2d" and grid is None:
         grid = square_grid(length)
-    has_table = _has_table(position.scheme)
+    has_table = scheme_class(position.scheme).has_table
     cfg = build(
         ModelConfig,
         d=d,
@@ -56,9 +57,3 @@ def scheme_table(
     model.scheme.check_length(length)
     with torch.no_grad():
         return model.scheme.table(positions).detach().to(torch.float64).cpu()
-
-
-def _has_table(name: str) -> bool:
-    from pelab.positions import scheme_class
-
-    return scheme_class(name).has_table

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import torch
 from torch import Tensor, nn
 
 
@@ -82,7 +81,3 @@ class PositionScheme(nn.Module):
 def relative_offsets(q_positions: Tensor, k_positions: Tensor) -> Tensor:
     """(Tq, Tk) matrix of key minus query positions."""
     return k_positions[None, :] - q_positions[:, None]
-
-
-def positions_like(length: int, device: torch.device | str | None = None) -> Tensor:
-    return torch.arange(length, device=device)

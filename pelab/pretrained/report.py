@@ -153,9 +153,13 @@ def markdown_sections(numbers: dict) -> dict[str, str]:
         "|---|---|---|---|---|",
         *(
             f"| {name} | {_f(n[key]['mean'])} | {_f(n[key]['median'])} | {_f(n[key]['min'])} | {_f(n[key]['max'])} |"
-            for name, key in (("MiniLM word (trained rows)", "word"), ("MiniLM position", "position"),
-                              ("MiniLM position, first 128", "position_first_128"),
-                              ("MiniLM token type", "token_type"), ("sinusoidal, same size", "sinusoidal"))
+            for name, key in (
+                ("MiniLM word (trained rows)", "word"),
+                ("MiniLM position", "position"),
+                ("MiniLM position, first 128", "position_first_128"),
+                ("MiniLM token type", "token_type"),
+                ("sinusoidal, same size", "sinusoidal"),
+            )
         ),  # fmt: skip
         "",
         "| top-r subspaces | overlap (mean cos² of principal angles) | random subspaces | share of position "

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from pelab.report.evidence import ArmStats, Comparison
-from pelab.report.verdicts import TOO_SMALL, directional, equivalent
+from pelab.report.verdicts import REPORTED, TOO_SMALL, directional, equivalent
 from pelab.study.grid import Study
 
 
@@ -129,7 +129,11 @@ def arm_cell(a: ArmStats) -> str:
     return f"{pct(a.mean)} [{pct(a.lo)}, {pct(a.hi)}]"
 
 
-def comparison_rows(comparisons: list[Comparison], where_keys: list[str], verdicts: list[str]) -> list[list[str]]:
+def comparison_table(
+    title: str, comparisons: list[Comparison], where_keys: list[str], verdicts: list[str] | None = None
+) -> Table:
+    """One row per comparison: the held-equal keys, both arms, the paired difference, size, verdict."""
+    verdicts = verdicts if verdicts is not None else [REPORTED] * len(comparisons)
     rows = []
     for c, v in zip(comparisons, verdicts, strict=True):
         rows.append(
@@ -144,7 +148,7 @@ def comparison_rows(comparisons: list[Comparison], where_keys: list[str], verdic
                 v,
             ]
         )
-    return rows
+    return Table(title, COMPARISON_COLUMNS, rows)
 
 
 COMPARISON_COLUMNS = [

@@ -16,12 +16,11 @@ import numpy as np
 import pandas as pd
 
 from pelab.report.claims import (
-    COMPARISON_COLUMNS,
     ClaimResult,
     Figure,
     ReportContext,
     Table,
-    comparison_rows,
+    comparison_table,
     directional_verdict,
     pct,
     pp,
@@ -102,7 +101,6 @@ def c1(ctx: ReportContext) -> ClaimResult:
 
 def c15(ctx: ReportContext) -> ClaimResult:
     from pelab.config import PositionConfig
-    from pelab.positions.sinusoidal import sinusoid_table
     from pelab.tables import scheme_table
 
     r = ClaimResult(
@@ -120,7 +118,6 @@ def c15(ctx: ReportContext) -> ClaimResult:
     )
     drawn = scheme_table(PositionConfig(scheme="sinusoidal"), C1_D, C1_LENGTH).numpy()
     err = float(np.abs(drawn - closed).max())
-    assert sinusoid_table is not None
     r.figures += _figures(
         s,
         {
@@ -188,10 +185,11 @@ def c2(ctx: ReportContext) -> ClaimResult:
             comps.append(worst)
             verdicts.append(directional_verdict(worst, ctx, direction=-1))
     r.tables.append(
-        Table(
+        comparison_table(
             "add + learned (A) against the best concat_split (B)",
-            COMPARISON_COLUMNS,
-            comparison_rows(comps, ["task.name", "model.d"], [ADD_WORDS.get(v, v) for v in verdicts]),
+            comps,
+            ["task.name", "model.d"],
+            [ADD_WORDS.get(v, v) for v in verdicts],
         )
     )
     add_ok = [v in (NOT_SUPPORTED, INCONCLUSIVE) for v in verdicts if v != TOO_SMALL]
@@ -259,9 +257,7 @@ def c3(ctx: ReportContext) -> ClaimResult:
             verdicts.append(NOT_SUPPORTED)
         else:
             verdicts.append(INCONCLUSIVE)
-        r.tables.append(
-            Table(f"Gap by width: {name}", COMPARISON_COLUMNS, comparison_rows(cs, ["model.d"], ["reported"] * len(cs)))
-        )
+        r.tables.append(comparison_table(f"Gap by width: {name}", cs, ["model.d"]))
     if series:
         path = gap_plot(
             ctx.figures / "c3-gap-by-d.png",
@@ -326,10 +322,11 @@ def c4(ctx: ReportContext) -> ClaimResult:
         comps += compare(ctx.frame, ["model.position.scheme", "model.combine"], ("untied", "none"), base)
     verdicts = [directional_verdict(c, ctx, direction=-1) for c in comps]
     r.tables.append(
-        Table(
+        comparison_table(
             "untied (cross terms removed, A) against add (B); verdict: 'removing them costs'",
-            COMPARISON_COLUMNS,
-            comparison_rows(comps, ["task.name", "model.d"], verdicts),
+            comps,
+            ["task.name", "model.d"],
+            verdicts,
         )
     )
     if cross:

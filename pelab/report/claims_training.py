@@ -5,13 +5,12 @@ from __future__ import annotations
 import pandas as pd
 
 from pelab.report.claims import (
-    COMPARISON_COLUMNS,
     ClaimResult,
     Figure,
     ReportContext,
     Table,
     arm_cell,
-    comparison_rows,
+    comparison_table,
     directional_verdict,
     equivalence_verdict,
     pp,
@@ -96,21 +95,21 @@ def c6(ctx: ReportContext) -> ClaimResult:
     verdicts = [directional_verdict(c, ctx) for c in comps]
     r.verdict = combine_any(verdicts) if comps else INCONCLUSIVE
     r.tables.append(
-        Table(
+        comparison_table(
             "concat_split (A) against add (B), all else equal",
-            COMPARISON_COLUMNS,
-            comparison_rows(comps, ["task.name", "model.position.scheme", "model.d"], verdicts),
+            comps,
+            ["task.name", "model.position.scheme", "model.d"],
+            verdicts,
         )
     )
     wide = compare(ctx.frame, ["model.combine"], ("concat_wide",), ("add",))
     if wide:
         r.tables.append(
-            Table(
+            comparison_table(
                 "For size: concat_wide (A, a bigger model) against add (B)",
-                COMPARISON_COLUMNS,
-                comparison_rows(
-                    wide, ["task.name", "model.position.scheme", "model.d"], [directional_verdict(c, ctx) for c in wide]
-                ),
+                wide,
+                ["task.name", "model.position.scheme", "model.d"],
+                [directional_verdict(c, ctx) for c in wide],
             )
         )
     for task in _tasks(ctx.frame[ctx.frame["model.combine"].isin(["add", "concat_split"])]):
@@ -141,19 +140,13 @@ def c7(ctx: ReportContext) -> ClaimResult:
     verdicts = [equivalence_verdict(c, ctx) for c in comps]
     r.verdict = combine_all(verdicts) if comps else INCONCLUSIVE
     r.tables.append(
-        Table(
-            "learned (A) against sinusoidal (B), both added",
-            COMPARISON_COLUMNS,
-            comparison_rows(comps, ["task.name", "model.d"], verdicts),
-        )
+        comparison_table("learned (A) against sinusoidal (B), both added", comps, ["task.name", "model.d"], verdicts)
     )
     nope = compare(ctx.frame, ARM, ("none", "none"), ("sinusoidal", "add"))
     if nope:
         r.tables.append(
-            Table(
-                "For reference: no position at all (A) against sinusoidal + add (B)",
-                COMPARISON_COLUMNS,
-                comparison_rows(nope, ["task.name", "model.d"], ["reported"] * len(nope)),
+            comparison_table(
+                "For reference: no position at all (A) against sinusoidal + add (B)", nope, ["task.name", "model.d"]
             )
         )
     r.key = "; ".join(f"{c.group.get('task.name')}: {pp(c.diff, c.lo, c.hi)}" for c in comps[:3])
@@ -173,13 +166,7 @@ def c12(ctx: ReportContext) -> ClaimResult:
     comps = []
     for base in (("sinusoidal", "add"), ("learned", "add"), ("sinusoidal", "concat_split")):
         comps += compare(ctx.frame, ARM, ("rotary", "none"), base)
-    r.tables.append(
-        Table(
-            "rotary (A) against input schemes (B)",
-            COMPARISON_COLUMNS,
-            comparison_rows(comps, ["task.name", "model.d"], ["reported"] * len(comps)),
-        )
-    )
+    r.tables.append(comparison_table("rotary (A) against input schemes (B)", comps, ["task.name", "model.d"]))
     r.key = "; ".join(f"{c.group.get('task.name')} vs {c.b.label}: {pp(c.diff, c.lo, c.hi)}" for c in comps[:2])
     r.run_ids = _runs(comps)
     return r
@@ -197,10 +184,8 @@ def c13(ctx: ReportContext) -> ClaimResult:
     seg = ctx.frame[ctx.frame.get("model.n_segments", pd.Series(0, index=ctx.frame.index)).fillna(0) > 0]
     comps = compare(seg, ["model.combine"], ("concat_split",), ("add",))
     r.tables.append(
-        Table(
-            "segments concatenated (A) against added (B)",
-            COMPARISON_COLUMNS,
-            comparison_rows(comps, ["task.name", "model.position.scheme", "model.d"], ["reported"] * len(comps)),
+        comparison_table(
+            "segments concatenated (A) against added (B)", comps, ["task.name", "model.position.scheme", "model.d"]
         )
     )
     for task in _tasks(seg):
@@ -234,13 +219,7 @@ def c14(ctx: ReportContext) -> ClaimResult:
         ("learned", "concat_split"),
     ):
         comps += compare(digits, ARM, arm, ("sinusoidal", "add"))
-    r.tables.append(
-        Table(
-            "each arm (A) against 1-D sinusoidal + add (B) on 8×8 digits",
-            COMPARISON_COLUMNS,
-            comparison_rows(comps, ["model.d"], ["reported"] * len(comps)),
-        )
-    )
+    r.tables.append(comparison_table("each arm (A) against 1-D sinusoidal + add (B) on 8×8 digits", comps, ["model.d"]))
     if not digits.empty:
         r.figures.append(_arm_figure(ctx, ctx.frame, "digits", "acc", "digits", "digits: test accuracy per arm"))
     r.key = "; ".join(f"{c.a.label}: {pp(c.diff, c.lo, c.hi)}" for c in comps[:2]) or "not run"

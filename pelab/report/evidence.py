@@ -127,8 +127,3 @@ def arms_table(frame: pd.DataFrame, keys: list[str], metric: str) -> list[ArmSta
         values = values if isinstance(values, tuple) else (values,)
         out.append(arm_stats(rows, _label(keys, values), metric))
     return out
-
-
-def varying_keys(frame: pd.DataFrame) -> list[str]:
-    """Config keys that take more than one value in ``frame`` (besides the seed)."""
-    return [c for c in config_columns(frame) if c != "seed" and frame[c].astype(str).nunique() > 1]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +77,3 @@ def gap_plot(path: Path, points: dict[str, list[tuple[float, float, float, float
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)
-
-
-def group_curves(rows: list[dict[str, Any]], label_of: Any) -> dict[str, list[list[dict[str, float]]]]:
-    out: dict[str, list[list[dict[str, float]]]] = defaultdict(list)
-    for r in rows:
-        if r["status"] == "done":
-            out[label_of(r)].append(r["curve"])
-    return dict(out)

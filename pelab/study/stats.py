@@ -71,16 +71,3 @@ def summarize(frame: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.Data
         rec["flops_per_token"] = int(group.flops_per_token.max()) if len(group) else 0
         out.append(rec)
     return pd.DataFrame.from_records(out)
-
-
-def paired_difference(
-    frame: pd.DataFrame, axis: str, arm: Any, baseline: Any, metric: str, hold: list[str]
-) -> tuple[float, float, float, int]:
-    """Mean and 95% interval of (arm - baseline) over seeds paired on everything in ``hold`` + seed."""
-    keys = [*hold, "seed"]
-    done = frame[frame.status == "done"]
-    a = done[done[axis] == arm].set_index(keys)[f"m.{metric}"]
-    b = done[done[axis] == baseline].set_index(keys)[f"m.{metric}"]
-    diff = (a - b).dropna()
-    mean, lo, hi = t_interval(diff.tolist())
-    return mean, lo, hi, len(diff)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -224,30 +223,45 @@ def study(
     file: Annotated[Path | None, typer.Argument(help="study file (TOML); default: the chosen preset")] = None,
     preset: Annotated[str, typer.Option(help="built-in study when no file is given: quick | full")] = "quick",
     out: Annotated[Path | None, typer.Option(help="study folder (default: pelab-out/NAME)")] = None,
-    workers: Annotated[int | None, typer.Option(help="runs at a time (default: one per core)")] = None,
-    threads: Annotated[int | None, typer.Option(help="torch threads per worker (default: cores / workers)")] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="runs at a time (default: one per core; with Ray, as many as the cluster fits)")
+    ] = None,
+    threads: Annotated[
+        int | None, typer.Option(help="torch threads per run (default: cores / workers; with Ray, 1)")
+    ] = None,
     device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
-    backend: Annotated[str, typer.Option(help="local")] = "local",
+    backend: Annotated[str, typer.Option(help="local | ray (a Ray cluster; pip install 'pelab[ray]')")] = "local",
+    address: Annotated[
+        str | None, typer.Option(help="with --backend ray: auto | HOST:PORT of a Ray head (default: start Ray here)")
+    ] = None,
+    retries: Annotated[
+        int, typer.Option(help="with --backend ray: times a run is resubmitted when its worker or node dies")
+    ] = 3,
     checkpoints: Annotated[bool, typer.Option(help="keep each model's weights (safetensors) for the analyses")] = True,
     report: Annotated[bool, typer.Option(help="write report.html and report.md when the runs are done")] = True,
 ) -> None:
     """Run a study (default: the quick preset) and write its report. Resumable: rerun to finish."""
-    from pelab.device import resolve_device
+    from pelab.device import check_device_name, resolve_device
     from pelab.study.driver import run_study
     from pelab.study.grid import load_study
 
     path = file if file is not None else preset_path(preset)
     spec = load_study(path)
-    resolve_device(device)
+    if backend == "ray":
+        check_device_name(device)  # the cluster's nodes, not this machine, decide whether CUDA is there
+    else:
+        resolve_device(device)
     out = out or Path("pelab-out") / (path.stem if file is not None else preset)
     command = "pelab " + " ".join(sys.argv[1:]) if sys.argv[1:] else "pelab study"
     outcome = run_study(
         spec,
         out,
-        workers=workers or os.cpu_count() or 1,
+        workers=workers,
         threads=threads,
         device=device,
         backend=backend,
+        address=address,
+        retries=retries,
         checkpoints=checkpoints,
         console=console,
         command=command,

@@ -7,6 +7,12 @@ import torch
 from pelab.errors import PelabError
 
 
+def check_device_name(name: str) -> None:
+    """Only the spelling: for a device on another machine (a Ray node), whether it exists is its business."""
+    if name not in ("auto", "cpu", "cuda") and not (name.startswith("cuda:") and name[5:].isdigit()):
+        raise PelabError(f"device: unknown value {name!r}; allowed: auto, cpu, cuda, cuda:N")
+
+
 def resolve_device(name: str | None = "auto") -> torch.device:
     if name in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

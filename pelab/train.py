@@ -7,6 +7,8 @@ count give the same numbers bit for bit on CPU.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 import os
 import platform
@@ -43,11 +45,24 @@ class RunResult(BaseModel):
     device: str = "cpu"
     threads: int = 1
     versions: dict[str, str] = Field(default_factory=dict)
+    host: str = ""  # where it trained: set by the study backend (hostname, or the Ray node's address)
+
+
+@functools.cache
+def source_digest() -> str:
+    """A hash of pelab's own files: two machines with the same version string can still run different code
+    (an editable install, a local patch), and a study spread over several machines must not mix them."""
+    root = Path(pelab.__file__).parent
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".py", ".toml", ".j2"}):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def versions() -> dict[str, str]:
     return {
         "pelab": pelab.__version__,
+        "pelab_source": source_digest(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),

@@ -163,9 +163,7 @@ def test_tensor2tensor_custom_timescales_span_min_to_max() -> None:
     d, lo, hi = 12, 2.0, 500.0
     k = d // 2
     inv = np.array([(1 / lo) * math.exp(-i * math.log(hi / lo) / (k - 1)) for i in range(k)])
-    np.testing.assert_allclose(
-        inv_frequencies("tensor2tensor", d, 10000.0, lo, hi).numpy(), inv, rtol=1e-14
-    )
+    np.testing.assert_allclose(inv_frequencies("tensor2tensor", d, 10000.0, lo, hi).numpy(), inv, rtol=1e-14)
     assert inv[0] == pytest.approx(1 / lo) and inv[-1] == pytest.approx(1 / hi)
     pos = np.arange(64)[:, None]
     expected = np.concatenate([np.sin(pos * inv), np.cos(pos * inv)], axis=1)

@@ -205,9 +205,7 @@ def test_relative_linearity_sinusoidal_exact_minilm_reported() -> None:
 @needs_minilm
 def test_wordorder_batches_against_direct_construction() -> None:
     task = make_task(TaskConfig(name="wordorder", length=12))
-    assert task.model_fields() == dict(
-        kind="encoder", vocab_size=30522, n_outputs=2, head="pool", token_table="minilm"
-    )
+    assert task.model_fields() == dict(kind="encoder", vocab_size=30522, n_outputs=2, head="pool", token_table="minilm")
     batch = task.batch("train", 16, torch.Generator().manual_seed(5))
     stream = task.stream("train")
     starts = paragraph_starts(stream, 12, pretrained.tokenizer().sep_id)

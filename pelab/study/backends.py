@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import platform
 import signal
 import threading
 from collections.abc import Callable, Iterable
@@ -51,6 +52,7 @@ def _worker(
     from pelab.train import train_run
 
     result = train_run(RunConfig.model_validate_json(cfg_json), device=device, threads=threads, checkpoint=checkpoint)
+    result.host = platform.node()
     results.send(result.model_dump_json())
     results.close()
 
@@ -128,4 +130,9 @@ def _collect(r: _Running) -> RunResult | None:
     r.process.join(timeout=5)
     code = r.process.exitcode
     how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-    return RunResult(run_id=r.cfg.run_id, status="failed", reason=f"worker process died ({how}) before returning")
+    return RunResult(
+        run_id=r.cfg.run_id,
+        status="failed",
+        reason=f"worker process died ({how}) before returning",
+        host=platform.node(),
+    )

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -11,8 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
-from pelab.study.backends import default_threads, run_local
+from pelab.study.backends import OnResult, default_threads, run_local
 from pelab.study.grid import Study
+from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
 from pelab.study.store import Store, StudyLock
 from pelab.train import RunResult
 
@@ -27,10 +32,13 @@ class StudyOutcome:
     seconds: float
 
 
+BACKENDS = ("local", "ray")
+
+
 def run_study(
     study: Study,
     out: str | Path,
-    workers: int = 1,
+    workers: int | None = None,
     threads: int | None = None,
     device: str = "auto",
     backend: str = "local",
@@ -38,11 +46,23 @@ def run_study(
     console: Console | None = None,
     quiet: bool = False,
     command: str | None = None,
+    address: str | None = None,
+    retries: int = DEFAULT_RETRIES,
 ) -> StudyOutcome:
-    if backend != "local":
-        raise PelabError(f"backend: unknown value {backend!r}; allowed: local")
-    if workers < 1:
+    """Run a study's pending runs on a backend; ``workers`` defaults to one per core (local) or the cluster (Ray)."""
+    if backend not in BACKENDS:
+        raise PelabError(f"backend: unknown value {backend!r}; allowed: {', '.join(BACKENDS)}")
+    if workers is not None and workers < 1:
         raise PelabError(f"workers: must be at least 1 (got {workers})")
+    if threads is not None and threads < 1:
+        raise PelabError(f"threads: must be at least 1 (got {threads})")
+    if retries < 0:
+        raise PelabError(f"retries: must be 0 or more (got {retries})")
+    if address is not None and backend != "ray":
+        raise PelabError("address: only used with --backend ray")
+    if backend == "ray":
+        require_ray()
+        check_address(address)
     out = Path(out)
     console = console or Console()
     with StudyLock(out):
@@ -58,24 +78,25 @@ def run_study(
                 ckpt_dir.mkdir(exist_ok=True)
             counts = {"failed": 0, "diverged": 0}
             start = time.perf_counter()
-            threads = threads or default_threads(workers)
-            if not quiet:
-                console.print(
-                    f"study [bold]{study.name}[/]: {len(study.runs)} runs, {skipped} already stored, "
-                    f"{len(pending)} to run on {workers} worker(s) x {threads} thread(s)"
-                )
-            with _progress(console, quiet) as progress:
-                task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="")
+            chosen = _backend(backend, address, workers, threads, device, ckpt_dir, retries, bool(pending))
+            with chosen as (where, execute):
+                if not quiet:
+                    console.print(
+                        f"study [bold]{study.name}[/]: {len(study.runs)} runs, {skipped} already stored, "
+                        f"{len(pending)} to run on {where}"
+                    )
+                with _progress(console, quiet) as progress:
+                    task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="")
 
-                def on_result(cfg: RunConfig, result: RunResult) -> None:
-                    store.write(cfg, result)
-                    if result.status != "done":
-                        counts[result.status] += 1
-                        progress.console.print(f"[yellow]{result.status}[/] {cfg.run_id}: {result.reason}")
-                    bad = counts["failed"] + counts["diverged"]
-                    progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "")
+                    def on_result(cfg: RunConfig, result: RunResult) -> None:
+                        store.write(cfg, result)
+                        if result.status != "done":
+                            counts[result.status] += 1
+                            progress.console.print(f"[yellow]{result.status}[/] {cfg.run_id}: {result.reason}")
+                        bad = counts["failed"] + counts["diverged"]
+                        progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "")
 
-                run_local(pending, on_result, workers=workers, threads=threads, device=device, checkpoint_dir=ckpt_dir)
+                    execute(pending, on_result)
             elapsed = time.perf_counter() - start
             previous = float(store.meta("study_seconds") or 0.0)
             store.set_meta(study_seconds=f"{previous + elapsed:.0f}")
@@ -89,6 +110,50 @@ def run_study(
             )
         finally:
             store.close()
+
+
+Execute = Callable[[list[RunConfig], OnResult], None]
+
+
+@contextmanager
+def _backend(
+    backend: str,
+    address: str | None,
+    workers: int | None,
+    threads: int | None,
+    device: str,
+    checkpoint_dir: Path | None,
+    retries: int,
+    needed: bool,
+) -> Iterator[tuple[str, Execute]]:
+    """Where the runs will go (in words, for the opening line) and the function that sends them there."""
+    if backend == "local":
+        workers = workers or os.cpu_count() or 1
+        threads = threads or default_threads(workers)
+        where = f"{workers} local worker(s) x {threads} thread(s)"
+        yield where, partial(run_local, workers=workers, threads=threads, device=device, checkpoint_dir=checkpoint_dir)
+        return
+    if not needed:  # nothing to run: no reason to start or join a cluster
+        yield "Ray (nothing to do)", lambda runs, on_result: None
+        return
+    threads = threads or 1
+    with connect(address) as cluster:
+        if not cluster.started_here:
+            check_nodes(cluster)
+        at_once = f"at most {workers} at a time" if workers else "as many at a time as its CPUs allow"
+        where = f"{cluster.describe()}, {threads} thread(s) per run, {at_once}"
+        yield (
+            where,
+            partial(
+                run_ray,
+                cluster=cluster,
+                workers=workers,
+                threads=threads,
+                device=device,
+                checkpoint_dir=checkpoint_dir,
+                retries=retries,
+            ),
+        )
 
 
 def _progress(console: Console, quiet: bool) -> Progress:

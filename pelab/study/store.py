@@ -36,11 +36,16 @@ CREATE TABLE IF NOT EXISTS runs (
     device TEXT,
     threads INTEGER,
     versions TEXT,
-    finished_at TEXT NOT NULL
+    finished_at TEXT NOT NULL,
+    host TEXT
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
+COLUMNS = (
+    "run_id", "config", "status", "reason", "metrics", "evals", "curve", "params", "flops_per_token",
+    "tokens_per_s", "seconds", "device", "threads", "versions", "finished_at", "host",
+)  # fmt: skip
 DB_NAME = "results.sqlite"
 
 
@@ -55,6 +60,10 @@ class Store:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=FULL")
         self.conn.executescript(SCHEMA)
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
+        if "host" not in columns:  # a study started before runs recorded where they ran
+            with self.conn:
+                self.conn.execute("ALTER TABLE runs ADD COLUMN host TEXT")
 
     def close(self) -> None:
         self.conn.close()
@@ -80,7 +89,7 @@ class Store:
             raise RuntimeError(f"result {result.run_id} does not belong to run {cfg.run_id}")
         with self.conn:
             self.conn.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                 (
                     result.run_id,
                     cfg.canonical_json(),
@@ -97,6 +106,7 @@ class Store:
                     result.threads,
                     json.dumps(result.versions),
                     datetime.now(UTC).isoformat(timespec="seconds"),
+                    result.host or None,
                 ),
             )
 

@@ -1,0 +1,244 @@
+"""Where runs execute, on a Ray cluster: one Ray task per run, the driver still the only writer.
+
+A task is the same pure function as a local worker: it trains one config and
+returns the result, plus the checkpoint's bytes (a remote node cannot write into
+the driver's study folder), and the driver stores both. What Ray adds is
+placement across machines and recovery from lost machines:
+
+- a task whose worker process or node dies is retried by Ray, ``retries`` times,
+  then stored as ``failed`` (a restart retries it again, as locally);
+- a run that fails for its own reasons is a ``failed`` result from ``train_run``,
+  which never raises for them, so Ray has nothing to retry;
+- the study's state lives in the driver's database, so a driver restarted after
+  a crash skips finished runs exactly as the local backend does.
+
+Runs are bit-identical to the local backend's for the same config and thread
+count: the worker calls the same ``train_run`` with the same seeds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import platform
+import socket
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pelab.config import RunConfig
+from pelab.errors import PelabError
+from pelab.study.backends import OnResult
+from pelab.train import RunResult
+
+INSTALL_HINT = "backend: 'ray' needs Ray, which is not installed; install it with: pip install 'pelab[ray]'"
+DEFAULT_RETRIES = 3
+PROBE_TIMEOUT_S = 300.0
+CONNECT_TIMEOUT_S = 10.0
+
+
+def require_ray() -> None:
+    if importlib.util.find_spec("ray") is None:
+        raise PelabError(INSTALL_HINT)
+
+
+@dataclass
+class Cluster:
+    """What the driver is connected to; printed before the study starts."""
+
+    address: str
+    started_here: bool
+    nodes: list[str]
+    cpus: float
+    gpus: float
+    largest_node_cpus: float
+
+    def describe(self) -> str:
+        where = "a local Ray instance" if self.started_here else f"the Ray cluster at {self.address}"
+        gpus = f", {self.gpus:g} GPU(s)" if self.gpus else ""
+        return f"{where} ({len(self.nodes)} node(s), {self.cpus:g} CPU(s){gpus})"
+
+
+def _alive_nodes(ray: Any) -> list[dict[str, Any]]:
+    return [n for n in ray.nodes() if n.get("Alive")]
+
+
+@contextmanager
+def connect(address: str | None) -> Iterator[Cluster]:
+    """Start a local Ray instance (no address) or join a running cluster; always let go of it after."""
+    require_ray()
+    check_address(address)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a study should not phone home
+    import ray
+
+    quiet = dict(log_to_driver=False, logging_level=logging.ERROR, namespace="pelab")
+    try:
+        if address is None:
+            info = ray.init(address="local", include_dashboard=False, **quiet)
+        else:
+            info = ray.init(address=address, **quiet)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = address or "a new local instance"
+        raise PelabError(f"address: cannot join a Ray cluster at {where}: {_first_line(e)}") from None
+    try:
+        nodes = _alive_nodes(ray)
+        total = ray.cluster_resources()
+        yield Cluster(
+            address=info.address_info.get("gcs_address", address or "local"),
+            started_here=address is None,
+            nodes=[n["NodeManagerAddress"] for n in nodes],
+            cpus=total.get("CPU", 0.0),
+            gpus=total.get("GPU", 0.0),
+            largest_node_cpus=max((n["Resources"].get("CPU", 0.0) for n in nodes), default=0.0),
+        )
+    finally:
+        ray.shutdown()
+
+
+def check_address(address: str | None) -> None:
+    """Ray waits a long time for a head that is not there; a plain TCP connect answers in seconds."""
+    if address is None or address == "auto":
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise PelabError(f"address: {address!r} is not HOST:PORT; allowed: auto, HOST:PORT (the head's GCS port)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise PelabError(
+            f"address: cannot join a Ray cluster at {address}: {e.strerror or e} "
+            "(is `ray start --head` running there, and is the port open?)"
+        ) from None
+
+
+def _node_name() -> str:
+    import ray
+
+    return f"{socket.gethostname()} ({ray.util.get_node_ip_address()})"
+
+
+def _probe() -> dict[str, str]:
+    """Runs on each node before the study: which pelab and torch would train there."""
+    from pelab.train import versions
+
+    return {**versions(), "node": _node_name()}
+
+
+def _train_task(cfg_json: str, device: str, threads: int, want_checkpoint: bool) -> tuple[str, bytes | None]:
+    """One run on whichever node Ray chose; returns the result and the checkpoint's bytes."""
+    from pelab.train import train_run
+
+    cfg = RunConfig.model_validate_json(cfg_json)
+    with tempfile.TemporaryDirectory(prefix="pelab-") as tmp:
+        ckpt = Path(tmp) / "model.safetensors" if want_checkpoint else None
+        result = train_run(cfg, device=device, threads=threads, checkpoint=ckpt)
+        blob = ckpt.read_bytes() if ckpt is not None and ckpt.exists() else None
+    result.host = _node_name()
+    return result.model_dump_json(), blob
+
+
+def check_nodes(cluster: Cluster) -> None:
+    """Refuse to mix code: every node must run this driver's pelab (to the source file) and torch."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from pelab.train import versions
+
+    here = versions()
+    probe = ray.remote(_probe)
+    nodes = _alive_nodes(ray)
+    refs = [
+        probe.options(
+            num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False)
+        ).remote()
+        for n in nodes
+    ]
+    for node, ref in zip(nodes, refs, strict=True):
+        where = node["NodeManagerAddress"]
+        try:
+            there = ray.get(ref, timeout=PROBE_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            raise PelabError(f"address: node {where} did not answer within {PROBE_TIMEOUT_S:.0f}s") from None
+        except ray.exceptions.RayError as e:
+            raise PelabError(
+                f"address: node {where} cannot run pelab ({_first_line(e)}); install pelab[ray] on every node"
+            ) from None
+        for key in ("pelab", "pelab_source", "torch"):
+            if there.get(key) != here.get(key):
+                raise PelabError(
+                    f"address: node {where} has {key} {there.get(key)} but this driver has {here.get(key)}; "
+                    "install the same pelab and torch on every node"
+                )
+
+
+def _first_line(e: BaseException) -> str:
+    cause = getattr(e, "cause", None)
+    if cause is not None and cause is not e:
+        return f"{type(cause).__name__}: {_first_line(cause)}"
+    text = str(e).strip()
+    return (text.splitlines()[0] if text else type(e).__name__)[:300]
+
+
+def run_ray(
+    runs: Iterable[RunConfig],
+    on_result: OnResult,
+    cluster: Cluster,
+    workers: int | None = None,
+    threads: int = 1,
+    device: str = "auto",
+    checkpoint_dir: str | Path | None = None,
+    retries: int = DEFAULT_RETRIES,
+) -> None:
+    """Run every config as a Ray task, at most ``workers`` in flight (default: all, Ray queues them by CPUs)."""
+    import ray
+
+    use_gpu = device.startswith("cuda") or (device == "auto" and cluster.gpus > 0)
+    if use_gpu and cluster.gpus == 0:
+        raise PelabError(f"device: {device!r} asked for but the Ray cluster has no GPUs; allowed here: auto, cpu")
+    if threads > cluster.largest_node_cpus:
+        raise PelabError(
+            f"threads: {threads} per run, but the largest Ray node has {cluster.largest_node_cpus:g} CPU(s)"
+        )
+    task = ray.remote(_train_task)
+    options = dict(num_cpus=threads, num_gpus=1 if use_gpu else 0, max_retries=retries, retry_exceptions=False)
+    run_device = "cuda" if use_gpu else "cpu"  # Ray's CUDA_VISIBLE_DEVICES makes "cuda" the task's own GPU
+    pending = list(runs)
+    limit = workers or max(1, len(pending))
+    inflight: dict[Any, RunConfig] = {}
+    try:
+        while pending or inflight:
+            while pending and len(inflight) < limit:
+                cfg = pending.pop(0)
+                ref = task.options(**options, name=f"pelab-run-{cfg.run_id}").remote(
+                    cfg.model_dump_json(), run_device, threads, checkpoint_dir is not None
+                )
+                inflight[ref] = cfg
+            done, _ = ray.wait(list(inflight), num_returns=1, timeout=5.0)
+            for ref in done:
+                cfg = inflight.pop(ref)
+                on_result(cfg, _collect(ray, ref, cfg, checkpoint_dir, retries))
+    finally:
+        for ref in inflight:  # interrupted: stop what is running, store nothing half-done
+            with suppress(Exception):
+                ray.cancel(ref, force=True)
+
+
+def _collect(ray: Any, ref: Any, cfg: RunConfig, checkpoint_dir: str | Path | None, retries: int) -> RunResult:
+    failed = dict(run_id=cfg.run_id, status="failed", host=platform.node())
+    try:
+        result_json, blob = ray.get(ref)
+    except ray.exceptions.RayTaskError as e:  # raised inside the task: the run's own fault, not retried
+        return RunResult(**failed, reason=f"Ray task raised {_first_line(e)}")
+    except ray.exceptions.RayError as e:  # its worker or node died, and kept dying
+        return RunResult(**failed, reason=f"lost after {retries} retries: {_first_line(e)}")
+    result = RunResult.model_validate_json(result_json)
+    if blob is not None and checkpoint_dir is not None:
+        path = Path(checkpoint_dir) / f"{cfg.run_id}.safetensors"
+        tmp = path.with_suffix(".part")
+        tmp.write_bytes(blob)
+        os.replace(tmp, path)  # a checkpoint is whole or absent, like its row
+    return result

@@ -83,9 +83,7 @@ def main() -> None:
     for workers in (1, 2):
         rpm, ran, seconds = runs_per_minute(args.steps, args.seeds, workers)
         base = base or rpm
-        print(
-            f"  {workers} worker(s): {ran} runs in {seconds:5.1f}s = {rpm:6.1f} runs/min (x{rpm / base:.2f})"
-        )
+        print(f"  {workers} worker(s): {ran} runs in {seconds:5.1f}s = {rpm:6.1f} runs/min (x{rpm / base:.2f})")
     torch.set_num_threads(1)
     print("share of a training step spent generating data (1 thread, d=64, batch 32):")
     for task, length in (("reverse", 16), ("lookup", 16), ("recall", 8), ("charlm", 128), ("same", 16), ("digits", 16)):

@@ -65,9 +65,14 @@ class _Running:
     lifeline: Connection
 
 
+#: Imported once by the forkserver, so that no run pays for them. torch._dynamo is imported lazily
+#: by the first optimizer a process builds and costs about 2 s: more than a small run's training.
+PRELOAD = ["pelab.train", "torch._dynamo"]
+
+
 def _context() -> mp.context.BaseContext:
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["pelab.train"])
+    ctx.set_forkserver_preload(PRELOAD)
     return ctx
 
 

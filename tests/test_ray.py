@@ -122,6 +122,19 @@ def start_cluster(
                *node, env=worker_env)  # fmt: skip
 
 
+def running_on(ns: Netns) -> list[str]:
+    """Run ids in flight on a host: Ray titles a busy worker process ``ray::<task name>``."""
+    found = []
+    for pid in ns.pids():
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if title.startswith("ray::pelab-run-"):
+            found.append(title.removeprefix("ray::pelab-run-").strip())
+    return found
+
+
 def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -181,9 +194,9 @@ def test_two_hosts_lose_a_worker_node_and_finish_every_run_once(
             on_worker = lambda: any(worker_ip in h for (h,) in rows(out, "host")) if count(out) else False  # noqa: E731
             wait_for(lambda: on_worker() or driver.poll() is not None, 240, "a run finished on the worker node")
             assert driver.poll() is None, driver.stdout.read() if driver.stdout else ""
-            time.sleep(1.0)  # the worker node has taken its next run; now it loses power
-            stored_before_kill = count(out)
-            worker.kill_all()
+            wait_for(lambda: running_on(worker), 60, "the worker node to take its next run")
+            stored_before_kill, lost = count(out), running_on(worker)
+            worker.kill_all()  # the worker node loses power mid-run
             log, _ = driver.communicate(timeout=400)
         finally:
             driver.kill()
@@ -191,6 +204,7 @@ def test_two_hosts_lose_a_worker_node_and_finish_every_run_once(
     assert driver.returncode == 0, log
     assert "2 node(s), 2 CPU(s)" in log
     assert stored_before_kill < N_RUNS, "the node should be lost mid-study"
+    assert lost, "a run was in flight on the node that died"
     assert f"{N_RUNS} run(s) in" in log and "0 failed" in log, log
     final = rows(out)
     assert len(final) == N_RUNS and len({r[0] for r in final}) == N_RUNS  # every run exactly once
@@ -198,6 +212,9 @@ def test_two_hosts_lose_a_worker_node_and_finish_every_run_once(
     assert final == rows(local_reference)
     hosts = [h for (h,) in rows(out, "host")]
     assert any(worker_ip in h for h in hosts) and any(head_ip in h for h in hosts), hosts  # spread over both
+    host_of = dict(rows(out, "run_id, host"))
+    for run_id in lost:  # retried on the surviving node, stored once, identical to the local run
+        assert head_ip in host_of[run_id], (run_id, host_of[run_id])
 
 
 @needs_netns

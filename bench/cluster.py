@@ -49,7 +49,7 @@ def study_seconds(argv: list[str], ns: Netns | None, env: dict[str, str], cwd: P
     wall = time.perf_counter() - start
     if r.returncode != 0:
         raise SystemExit(f"pelab study failed:\n{r.stdout}\n{r.stderr}")
-    m = re.search(r"(\d+) run\(s\) in (\d+)s", r.stdout)
+    m = re.search(r"(\d+) run\(s\) in ([\d.]+)s", r.stdout)
     if not m:
         raise SystemExit(f"no summary line in:\n{r.stdout}")
     return int(m.group(1)), float(m.group(2)), wall

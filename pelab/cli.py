@@ -267,7 +267,7 @@ def study(
         command=command,
     )
     console.print(
-        f"{outcome.ran} run(s) in {outcome.seconds:.0f}s ({outcome.skipped} already stored, "
+        f"{outcome.ran} run(s) in {outcome.seconds:.1f}s ({outcome.skipped} already stored, "
         f"{outcome.failed} failed, {outcome.diverged} diverged); results: {out}"
     )
     if spec.pretrained is not None:
@@ -414,6 +414,7 @@ def main() -> None:
         print(f"pelab: error: {e.format_message()}", file=sys.stderr)
         sys.exit(2)
     except (Abort, KeyboardInterrupt):
-        print("pelab: interrupted", file=sys.stderr)
-        sys.exit(130)
+        rc = 130
+    if rc == 130:  # typer turns Ctrl-C into a return code of 130 when not in standalone mode
+        print("pelab: interrupted (a study resumes where it stopped: run the same command again)", file=sys.stderr)
     sys.exit(rc if isinstance(rc, int) else 0)

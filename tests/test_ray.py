@@ -40,7 +40,7 @@ vocab = 8
 d = 16
 n_heads = 2
 [train]
-steps = 150
+steps = 300
 eval_batches = 2
 [axes]
 "model.position.scheme" = ["sinusoidal", "learned"]
@@ -110,6 +110,21 @@ def pelab(
     )
 
 
+def interrupt(ns: Netns, argv: list[str], env: dict[str, str], out: Path, sig: int) -> tuple[int, str]:
+    """Start a driver, let it store one more run, then send it ``sig``; its exit code and output."""
+    before = count(out)
+    driver = ns.popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: count(out) > before or driver.poll() is not None, 240, "one more stored run")
+        assert driver.poll() is None, driver.communicate()[0]
+        driver.send_signal(sig)
+        log, _ = driver.communicate(timeout=120)
+    finally:
+        driver.kill()
+        driver.wait()
+    return driver.returncode, log
+
+
 def start_cluster(
     head: Netns, worker: Netns, head_ip: str, worker_ip: str, port: str, head_env: dict, worker_env: dict
 ) -> None:
@@ -145,22 +160,20 @@ def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
 
 
 @needs_netns
-def test_single_node_matches_local_and_resumes_after_sigkill(
+def test_single_node_matches_local_and_resumes_after_ctrl_c_and_sigkill(
     study_file: Path, local_reference: Path, ray_env: dict[str, str], tmp_path: Path
 ) -> None:
     out = tmp_path / "ray"
     args = ["-m", "pelab", "study", str(study_file), "--out", str(out), "--backend", "ray", "--no-report"]
     with Netns("single") as ns:
-        driver = ns.popen([sys.executable, *args], env=ray_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            wait_for(lambda: count(out) >= 2 or driver.poll() is not None, 240, "two stored runs")
-            assert driver.poll() is None, driver.stdout.read() if driver.stdout else ""
-            driver.send_signal(signal.SIGKILL)  # the driver crashes mid-study
-        finally:
-            driver.kill()
-            driver.wait()
+        rc, log = interrupt(ns, [sys.executable, *args], ray_env, out, signal.SIGINT)  # Ctrl-C
+        assert rc == 130 and "pelab: interrupted" in log, log
+        wait_for(lambda: not ns.pids(), 30, "Ray to stop after Ctrl-C")  # nothing left running
+        after_ctrl_c = {r[0]: r for r in rows(out)}
+        rc, log = interrupt(ns, [sys.executable, *args], ray_env, out, signal.SIGKILL)  # the driver crashes
+        assert f"{len(after_ctrl_c)} already stored" in log, log
         partial = {r[0]: r for r in rows(out)}
-        assert 2 <= len(partial) < N_RUNS, "the kill should land mid-study"
+        assert len(after_ctrl_c) < len(partial) < N_RUNS, "each interruption should land mid-study"
 
         r = pelab(*args[2:], ns=ns, env=ray_env)
         assert r.returncode == 0, r.stdout + r.stderr

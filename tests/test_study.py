@@ -206,3 +206,34 @@ def test_results_command(tmp_path: Path) -> None:
     assert (table.acc_lo <= table.acc).all() and (table.acc <= table.acc_hi).all()
     r = pelab("results", str(out), "--by", "model.colour")
     assert r.returncode == 2 and "by: unknown key" in r.stderr
+
+
+def test_ctrl_c_stops_workers_stores_nothing_half_done_and_resumes(tmp_path: Path) -> None:
+    f = write_study(tmp_path, steps=400)
+    out = tmp_path / "out"
+    args = ["study", str(f), "--out", str(out), "--workers", "2", "--threads", "1", "--no-report"]
+    proc = subprocess.Popen([sys.executable, "-m", "pelab", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if (out / DB_NAME).exists() and len(db_rows(out)) >= 1:
+                break
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.2)
+    assert proc.poll() is None, "the study ended before it could be interrupted"
+    children = descendants(proc.pid)  # the forkserver and the workers
+    assert len(children) >= 2
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "pelab: interrupted" in err.decode() and "Traceback" not in err.decode()
+    deadline = time.time() + 10
+    while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in children):
+        time.sleep(0.1)
+    assert not [p for p in children if Path(f"/proc/{p}").exists()]  # no worker left training for nobody
+    stored = db_rows(out)
+    assert 1 <= len(stored) < 12 and all(s == "done" for s, _ in stored.values())
+    r = pelab(*args)
+    assert r.returncode == 0, r.stderr
+    assert f"{len(stored)} already stored" in r.stdout and len(db_rows(out)) == 12

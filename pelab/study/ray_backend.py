@@ -81,7 +81,7 @@ def connect(address: str | None) -> Iterator[Cluster]:
             info = ray.init(address="local", include_dashboard=False, **quiet)
         else:
             info = ray.init(address=address, **quiet)
-    except (ConnectionError, RuntimeError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001 - whatever Ray says (unreachable, auth, version), it is about the address
         where = address or "a new local instance"
         raise PelabError(f"address: cannot join a Ray cluster at {where}: {_first_line(e)}") from None
     try:
@@ -217,7 +217,12 @@ def run_ray(
                     cfg.model_dump_json(), run_device, threads, checkpoint_dir is not None
                 )
                 inflight[ref] = cfg
-            done, _ = ray.wait(list(inflight), num_returns=1, timeout=5.0)
+            try:
+                done, _ = ray.wait(list(inflight), num_returns=1, timeout=5.0)
+            except ray.exceptions.RayError as e:  # the cluster itself is gone (its head, or our link to it)
+                raise PelabError(
+                    f"address: lost the Ray cluster ({_first_line(e)}); run the same command again to resume"
+                ) from None
             for ref in done:
                 cfg = inflight.pop(ref)
                 on_result(cfg, _collect(ray, ref, cfg, checkpoint_dir, retries))

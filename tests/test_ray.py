@@ -328,3 +328,35 @@ def test_cluster_too_small_or_without_gpus_is_refused_before_any_run() -> None:
         run_ray([_cfg()], lambda c, r: None, cluster, threads=3)
     with pytest.raises(PelabError, match=r"^device: 'cuda' asked for but the Ray cluster has no GPUs"):
         run_ray([_cfg()], lambda c, r: None, cluster, device="cuda")
+
+
+def test_bad_backend_options_are_one_line_errors(tmp_path: Path, study_file: Path) -> None:
+    from pelab.errors import PelabError
+    from pelab.study.driver import run_study
+    from pelab.study.grid import load_study
+    from pelab.study.ray_backend import check_address
+
+    with pytest.raises(PelabError, match=r"^address: 'nohost' is not HOST:PORT; allowed: auto, HOST:PORT"):
+        check_address("nohost")
+    study = load_study(study_file)
+    with pytest.raises(PelabError, match=r"^address: only used with --backend ray$"):
+        run_study(study, tmp_path / "o", address="10.0.0.1:6379", quiet=True)
+    with pytest.raises(PelabError, match=r"^backend: unknown value 'dask'; allowed: local, ray$"):
+        run_study(study, tmp_path / "o", backend="dask", quiet=True)
+    assert not (tmp_path / "o").exists()
+
+
+def test_without_ray_installed_the_error_says_how_to_install_it(
+    tmp_path: Path, study_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from pelab.errors import PelabError
+    from pelab.study.driver import run_study
+    from pelab.study.grid import load_study
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(PelabError, match=r"pip install 'pelab\[ray\]'$"):
+        run_study(load_study(study_file), tmp_path / "o", backend="ray", quiet=True)
+    assert not (tmp_path / "o").exists()

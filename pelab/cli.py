@@ -230,7 +230,7 @@ def study(
         int | None, typer.Option(help="torch threads per run (default: cores / workers; with Ray, 1)")
     ] = None,
     device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
-    backend: Annotated[str, typer.Option(help="local | ray (a Ray cluster; pip install 'pelab[ray]')")] = "local",
+    backend: Annotated[str, typer.Option(help="local | ray (a Ray cluster: install the ray extra first)")] = "local",
     address: Annotated[
         str | None, typer.Option(help="with --backend ray: auto | HOST:PORT of a Ray head (default: start Ray here)")
     ] = None,

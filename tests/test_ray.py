@@ -167,7 +167,7 @@ def test_single_node_matches_local_and_resumes_after_ctrl_c_and_sigkill(
     args = ["-m", "pelab", "study", str(study_file), "--out", str(out), "--backend", "ray", "--no-report"]
     with Netns("single") as ns:
         rc, log = interrupt(ns, [sys.executable, *args], ray_env, out, signal.SIGINT)  # Ctrl-C
-        assert rc == 130 and "pelab: interrupted" in log, log
+        assert rc == 130 and "pelab: interrupted" in log, (rc, log)
         wait_for(lambda: not ns.pids(), 30, "Ray to stop after Ctrl-C")  # nothing left running
         after_ctrl_c = {r[0]: r for r in rows(out)}
         rc, log = interrupt(ns, [sys.executable, *args], ray_env, out, signal.SIGKILL)  # the driver crashes

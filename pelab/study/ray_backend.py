@@ -25,7 +25,7 @@ import platform
 import socket
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,27 +209,26 @@ def run_ray(
     pending = list(runs)
     limit = workers or max(1, len(pending))
     inflight: dict[Any, RunConfig] = {}
-    try:
-        while pending or inflight:
-            while pending and len(inflight) < limit:
-                cfg = pending.pop(0)
-                ref = task.options(**options, name=f"pelab-run-{cfg.run_id}").remote(
-                    cfg.model_dump_json(), run_device, threads, checkpoint_dir is not None
-                )
-                inflight[ref] = cfg
-            try:
-                done, _ = ray.wait(list(inflight), num_returns=1, timeout=5.0)
-            except ray.exceptions.RayError as e:  # the cluster itself is gone (its head, or our link to it)
-                raise PelabError(
-                    f"address: lost the Ray cluster ({_first_line(e)}); run the same command again to resume"
-                ) from None
-            for ref in done:
-                cfg = inflight.pop(ref)
-                on_result(cfg, _collect(ray, ref, cfg, checkpoint_dir, retries))
-    finally:
-        for ref in inflight:  # interrupted: stop what is running, store nothing half-done
-            with suppress(Exception):
-                ray.cancel(ref, force=True)
+    # If this loop is interrupted (Ctrl-C), nothing half-done is stored, and leaving Ray ends the job's tasks:
+    # ``connect`` shuts down an instance it started, and a cluster drops a departed driver's tasks. No
+    # ray.cancel(force=True): cancelling a task as it completes can abort the driver inside Ray's core
+    # ("Tried to complete task that was not pending", seen with Ray 2.60 in 1 of 8 Ctrl-Cs).
+    while pending or inflight:
+        while pending and len(inflight) < limit:
+            cfg = pending.pop(0)
+            ref = task.options(**options, name=f"pelab-run-{cfg.run_id}").remote(
+                cfg.model_dump_json(), run_device, threads, checkpoint_dir is not None
+            )
+            inflight[ref] = cfg
+        try:
+            done, _ = ray.wait(list(inflight), num_returns=1, timeout=5.0)
+        except ray.exceptions.RayError as e:  # the cluster itself is gone (its head, or our link to it)
+            raise PelabError(
+                f"address: lost the Ray cluster ({_first_line(e)}); run the same command again to resume"
+            ) from None
+        for ref in done:
+            cfg = inflight.pop(ref)
+            on_result(cfg, _collect(ray, ref, cfg, checkpoint_dir, retries))
 
 
 def _collect(ray: Any, ref: Any, cfg: RunConfig, checkpoint_dir: str | Path | None, retries: int) -> RunResult:

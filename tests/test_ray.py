@@ -192,7 +192,7 @@ def test_single_node_matches_local_and_resumes_after_ctrl_c_and_sigkill(
 
 
 @needs_netns
-def test_two_hosts_lose_a_worker_node_and_finish_every_run_once(
+def test_two_hosts_drop_an_interrupted_driver_and_survive_a_lost_node(
     study_file: Path, local_reference: Path, ray_env: dict[str, str], tmp_path: Path
 ) -> None:
     head_ip, worker_ip, port = "10.77.0.1", "10.77.0.2", "6380"
@@ -200,6 +200,23 @@ def test_two_hosts_lose_a_worker_node_and_finish_every_run_once(
     with Netns("head") as head, Netns("worker") as worker:
         link(head, worker, head_ip, worker_ip)
         start_cluster(head, worker, head_ip, worker_ip, port, ray_env, ray_env)
+
+        # Ctrl-C on a driver whose runs are training on both nodes: the driver leaves, the cluster drops its tasks.
+        slow = tmp_path / "slow.toml"
+        slow.write_text(STUDY.replace("steps = 300", "steps = 5000"))
+        argv = [sys.executable, "-m", "pelab", "study", str(slow), "--out", str(tmp_path / "slow"), "--backend",
+                "ray", "--address", f"{head_ip}:{port}", "--no-report"]  # fmt: skip
+        driver = head.popen(argv, env=ray_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_for(lambda: (running_on(head) and running_on(worker)) or driver.poll() is not None, 120, "both busy")
+            driver.send_signal(signal.SIGINT)
+            log, _ = driver.communicate(timeout=120)
+        finally:
+            driver.kill()
+            driver.wait()
+        assert driver.returncode == 130 and "pelab: interrupted" in log, (driver.returncode, log)
+        wait_for(lambda: not running_on(head) and not running_on(worker), 30, "the cluster to drop the runs")
+
         argv = [sys.executable, "-m", "pelab", "study", str(study_file), "--out", str(out), "--backend", "ray",
                 "--address", f"{head_ip}:{port}", "--no-report"]  # fmt: skip
         driver = head.popen(argv, env=ray_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -16,8 +16,7 @@ def check_device_name(name: str) -> None:
 def resolve_device(name: str | None = "auto") -> torch.device:
     if name in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu" or name.startswith("cuda"):
-        if name.startswith("cuda") and not torch.cuda.is_available():
-            raise PelabError(f"device: {name!r} asked for but CUDA is not available; allowed here: auto, cpu")
-        return torch.device(name)
-    raise PelabError(f"device: unknown value {name!r}; allowed: auto, cpu, cuda, cuda:N")
+    check_device_name(name)
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise PelabError(f"device: {name!r} asked for but CUDA is not available; allowed here: auto, cpu")
+    return torch.device(name)

@@ -34,7 +34,8 @@ def _wrap(title: str, width: int = 72) -> str:
     return textwrap.fill(title, width)
 
 
-def _save(fig: plt.Figure, path: str | Path) -> Path:
+def save(fig: plt.Figure, path: str | Path) -> Path:
+    """Write a figure (making its folder) and free it: pyplot keeps every open figure alive otherwise."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -80,7 +81,7 @@ def lines(
     ax.grid(alpha=0.3)
     if series:
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def bars(
@@ -118,7 +119,7 @@ def bars(
     ax.grid(alpha=0.3, axis="y")
     if len(series) > 1:
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def heatmaps(path: str | Path, panels: dict[str, np.ndarray], title: str, xlabel: str, ylabel: str) -> Path:

@@ -192,3 +192,26 @@ def test_more_mistakes_are_one_line(args, field, mentions, monkeypatch, capsys, 
     monkeypatch.chdir(tmp_path)
     assert_one_line_error(run_in_process(args, monkeypatch, capsys), field, *mentions)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["gpu", "cuda:x", "cudas", "CPU", "cuda:"])
+def test_device_names_share_one_spelling_check(name: str) -> None:
+    from pelab.device import check_device_name, resolve_device
+    from pelab.errors import PelabError
+
+    msg = rf"^device: unknown value '{name}'; allowed: auto, cpu, cuda, cuda:N$"
+    with pytest.raises(PelabError, match=msg):
+        check_device_name(name)
+    with pytest.raises(PelabError, match=msg):
+        resolve_device(name)  # the same check, before asking whether CUDA is there
+
+
+def test_device_cpu_and_auto() -> None:
+    import torch
+
+    from pelab.device import check_device_name, resolve_device
+
+    for name in ("auto", "cpu", "cuda", "cuda:1"):
+        check_device_name(name)
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")

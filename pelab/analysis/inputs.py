@@ -167,11 +167,8 @@ def load_trained(db_dir: str | Path, run_id: str) -> tuple[Transformer, RunConfi
     from pelab.study.store import Store
 
     db_dir = Path(db_dir)
-    store = Store(db_dir, create=False)
-    try:
+    with Store(db_dir, create=False) as store:
         rows = store.rows()
-    finally:
-        store.close()
     matches = [r for r in rows if r["run_id"].startswith(run_id)]
     if not matches:
         stored = ", ".join(r["run_id"] for r in rows[:6]) + (", ..." if len(rows) > 6 else "")

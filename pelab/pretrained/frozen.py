@@ -112,36 +112,32 @@ def run_arms(
 
     plan = [(arm, config(arm, seed, budget)) for arm in arms() for seed in range(budget.seeds)]
     records = []
-    with StudyLock(out):
-        store = Store(out)
-        try:
-            store.set_meta(name="C9: frozen MiniLM word vectors + positions")
-            stored = {r["run_id"]: r for r in store.rows() if r["status"] == "done"}
-            for i, (arm, cfg) in enumerate(plan):
-                if on_run is not None:
-                    on_run(i, len(plan), arm.label)
-                row = stored.get(cfg.run_id)
-                if row is None:
-                    result = train_run(cfg, device="cpu", threads=threads)
-                    store.write(cfg, result)
-                    row = {"status": result.status, "reason": result.reason, "metrics": result.metrics,
-                           "params": result.params, "flops_per_token": result.flops_per_token}  # fmt: skip
-                records.append(
-                    dict(
-                        arm=arm.label,
-                        seed=cfg.seed,
-                        run_id=cfg.run_id,
-                        status=row["status"],
-                        reason=row["reason"],
-                        acc=(row["metrics"] or {}).get("acc", math.nan),
-                        params=row["params"],
-                        flops_per_token=row["flops_per_token"],
-                        d_model=cfg.model.widths().model,
-                        d_token=cfg.model.widths().token,
-                    )
+    with StudyLock(out), Store(out) as store:
+        store.set_meta(name="C9: frozen MiniLM word vectors + positions")
+        stored = {r["run_id"]: r for r in store.rows() if r["status"] == "done"}
+        for i, (arm, cfg) in enumerate(plan):
+            if on_run is not None:
+                on_run(i, len(plan), arm.label)
+            row = stored.get(cfg.run_id)
+            if row is None:
+                result = train_run(cfg, device="cpu", threads=threads)
+                store.write(cfg, result)
+                row = {"status": result.status, "reason": result.reason, "metrics": result.metrics,
+                       "params": result.params, "flops_per_token": result.flops_per_token}  # fmt: skip
+            records.append(
+                dict(
+                    arm=arm.label,
+                    seed=cfg.seed,
+                    run_id=cfg.run_id,
+                    status=row["status"],
+                    reason=row["reason"],
+                    acc=(row["metrics"] or {}).get("acc", math.nan),
+                    params=row["params"],
+                    flops_per_token=row["flops_per_token"],
+                    d_model=cfg.model.widths().model,
+                    d_token=cfg.model.widths().token,
                 )
-        finally:
-            store.close()
+            )
     return records
 
 

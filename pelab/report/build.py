@@ -58,12 +58,9 @@ def machine_facts() -> dict[str, str]:
 
 
 def load_context(folder: Path) -> ReportContext:
-    store = Store(folder, create=False)
-    try:
+    with Store(folder, create=False) as store:
         source = store.meta("study")
         rows = store.rows()
-    finally:
-        store.close()
     if not source:
         raise PelabError(f"out: {folder} has no study file recorded; run `pelab study` there first")
     study = parse_study(source)
@@ -135,12 +132,9 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
     ctx.analyses["pretrained"] = run_pretrained(folder, None)  # measures MiniLM; trains nothing
     claims = _run_claims(ctx)
     curves = _curves(ctx)
-    meta_store = Store(folder, create=False)
-    try:
-        seconds = meta_store.meta("study_seconds")
-        cmd = command or meta_store.meta("command") or f"pelab study --out {folder}"
-    finally:
-        meta_store.close()
+    with Store(folder, create=False) as store:
+        seconds = store.meta("study_seconds")
+        cmd = command or store.meta("command") or f"pelab study --out {folder}"
     done = int((ctx.frame.status == "done").sum())
     failed = int((ctx.frame.status != "done").sum())
     held = [

@@ -49,12 +49,9 @@ def results_table(
     from pelab.study.stats import runs_frame, summarize
     from pelab.study.store import Store
 
-    store = Store(out, create=False)
-    try:
+    with Store(out, create=False) as store:
         source = store.meta("study") or ""
         rows = store.rows()
-    finally:
-        store.close()
     if not rows:
         raise PelabError(f"out: {out} has no stored runs yet")
     frame = runs_frame(rows)

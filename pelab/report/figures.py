@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -12,15 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from pelab.plots import save  # noqa: E402
 from pelab.report.evidence import ArmStats  # noqa: E402
-
-
-def _save(fig: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
 
 
 def arms_plot(
@@ -40,7 +32,7 @@ def arms_plot(
         ax.annotate("chance", (chance, 1.0), xycoords=("data", "axes fraction"), fontsize=8, color="grey")
     ax.set(xlabel=xlabel, title=title)
     ax.grid(axis="x", alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def curves_plot(path: Path, curves: dict[str, list[list[dict[str, float]]]], title: str) -> Path:
@@ -58,7 +50,7 @@ def curves_plot(path: Path, curves: dict[str, list[list[dict[str, float]]]], tit
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def gap_plot(path: Path, points: dict[str, list[tuple[float, float, float, float]]], title: str, ylabel: str) -> Path:
@@ -76,4 +68,4 @@ def gap_plot(path: Path, points: dict[str, list[tuple[float, float, float, float
     ax.set(xlabel="d", ylabel=ylabel, title=title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)

@@ -65,51 +65,47 @@ def run_study(
         check_address(address)
     out = Path(out)
     console = console or Console()
-    with StudyLock(out):
-        store = Store(out)
-        try:
-            store.set_meta(study=study.source, name=study.name, **({"command": command} if command else {}))
-            finished = store.finished_ids()
-            pending = [r for r in study.runs if r.run_id not in finished]
-            skipped = len(study.runs) - len(pending)
-            ckpt_dir = None
-            if checkpoints:
-                ckpt_dir = out / "checkpoints"
-                ckpt_dir.mkdir(exist_ok=True)
-            counts = {"failed": 0, "diverged": 0}
-            start = time.perf_counter()
-            chosen = _backend(backend, address, workers, threads, device, ckpt_dir, retries, bool(pending))
-            with chosen as (where, execute):
-                if not quiet:
-                    console.print(
-                        f"study [bold]{study.name}[/]: {len(study.runs)} runs, {skipped} already stored, "
-                        f"{len(pending)} to run on {where}"
-                    )
-                with _progress(console, quiet) as progress:
-                    task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="")
+    with StudyLock(out), Store(out) as store:
+        store.set_meta(study=study.source, name=study.name, **({"command": command} if command else {}))
+        finished = store.finished_ids()
+        pending = [r for r in study.runs if r.run_id not in finished]
+        skipped = len(study.runs) - len(pending)
+        ckpt_dir = None
+        if checkpoints:
+            ckpt_dir = out / "checkpoints"
+            ckpt_dir.mkdir(exist_ok=True)
+        counts = {"failed": 0, "diverged": 0}
+        start = time.perf_counter()
+        chosen = _backend(backend, address, workers, threads, device, ckpt_dir, retries, bool(pending))
+        with chosen as (where, execute):
+            if not quiet:
+                console.print(
+                    f"study [bold]{study.name}[/]: {len(study.runs)} runs, {skipped} already stored, "
+                    f"{len(pending)} to run on {where}"
+                )
+            with _progress(console, quiet) as progress:
+                task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="")
 
-                    def on_result(cfg: RunConfig, result: RunResult) -> None:
-                        store.write(cfg, result)
-                        if result.status != "done":
-                            counts[result.status] += 1
-                            progress.console.print(f"[yellow]{result.status}[/] {cfg.run_id}: {result.reason}")
-                        bad = counts["failed"] + counts["diverged"]
-                        progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "")
+                def on_result(cfg: RunConfig, result: RunResult) -> None:
+                    store.write(cfg, result)
+                    if result.status != "done":
+                        counts[result.status] += 1
+                        progress.console.print(f"[yellow]{result.status}[/] {cfg.run_id}: {result.reason}")
+                    bad = counts["failed"] + counts["diverged"]
+                    progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "")
 
-                    execute(pending, on_result)
-            elapsed = time.perf_counter() - start
-            previous = float(store.meta("study_seconds") or 0.0)
-            store.set_meta(study_seconds=f"{previous + elapsed:.0f}")
-            return StudyOutcome(
-                total=len(study.runs),
-                skipped=skipped,
-                ran=len(pending),
-                failed=counts["failed"],
-                diverged=counts["diverged"],
-                seconds=time.perf_counter() - start,
-            )
-        finally:
-            store.close()
+                execute(pending, on_result)
+        elapsed = time.perf_counter() - start
+        previous = float(store.meta("study_seconds") or 0.0)
+        store.set_meta(study_seconds=f"{previous + elapsed:.0f}")
+        return StudyOutcome(
+            total=len(study.runs),
+            skipped=skipped,
+            ran=len(pending),
+            failed=counts["failed"],
+            diverged=counts["diverged"],
+            seconds=time.perf_counter() - start,
+        )
 
 
 Execute = Callable[[list[RunConfig], OnResult], None]

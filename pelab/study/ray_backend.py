@@ -69,9 +69,11 @@ def _alive_nodes(ray: Any) -> list[dict[str, Any]]:
 
 @contextmanager
 def connect(address: str | None) -> Iterator[Cluster]:
-    """Start a local Ray instance (no address) or join a running cluster; always let go of it after."""
-    require_ray()
-    check_address(address)
+    """Start a local Ray instance (no address) or join a running cluster; always let go of it after.
+
+    The caller has already checked that Ray is installed and the address answers (``require_ray``,
+    ``check_address``): the driver does it before it touches the study folder.
+    """
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a study should not phone home
     import ray
 

@@ -68,6 +68,12 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # --- meta ------------------------------------------------------------------------
     def set_meta(self, **values: str) -> None:
         with self.conn:

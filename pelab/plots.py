@@ -34,11 +34,14 @@ def _wrap(title: str, width: int = 72) -> str:
     return textwrap.fill(title, width)
 
 
-def save(fig: plt.Figure, path: str | Path) -> Path:
-    """Write a figure (making its folder) and free it: pyplot keeps every open figure alive otherwise."""
+def save(fig: plt.Figure, path: str | Path, tight: bool = True) -> Path:
+    """Write a figure (making its folder) and free it: pyplot keeps every open figure alive otherwise.
+
+    ``tight=False`` keeps matplotlib's own layout, which a colorbar shared by two axes needs."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return path

@@ -20,17 +20,15 @@ def draw(out: Path, numbers: dict) -> list[Path]:
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
+    from pelab import plots
+
     position = pa.as_array(load_tables().position)
     tables = {"MiniLM learned": position, "sinusoidal": pa.sinusoidal_like(position)}
     L, D = position.shape
     files = []
 
     def save(fig: Figure, name: str, tight: bool = True) -> None:
-        if tight:  # not with a colorbar shared by two axes: keep the layout matplotlib chose
-            fig.tight_layout()
-        fig.savefig(out / name)
-        plt.close(fig)
-        files.append(out / name)
+        files.append(plots.save(fig, out / name, tight=tight))
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), dpi=110)
     for ax, (name, table) in zip(axes, tables.items(), strict=True):

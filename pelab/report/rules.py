@@ -1,0 +1,441 @@
+"""The verdict engine: deciding metrics, paired tests, Holm–Bonferroni, and the rules of SCIENCE.md.
+
+Everything here is a pure function of typed evidence, so every branch of every rule
+is unit-tested on hand-made comparisons whose verdict is known (``tests/test_rules.py``)
+and a verdict can be trusted without rerunning a study.
+
+The pieces, bottom up:
+
+* ``Metric``: what a run is scored on (accuracy, held-out loss), which way is better,
+  its range, and whether its margin is absolute (±1 pp of accuracy) or relative
+  (±2% of loss).
+* ``Side`` / ``Comparison``: two arms that share everything but the compared axis,
+  with per-seed values of every metric, so differences are paired by seed.
+* ``Test``: one comparison on one metric: the paired differences, their mean, the
+  t-interval at any confidence, the p-value; or why the metric carries **no
+  information** here (both arms at a ceiling or floor of the metric, or paired
+  differences with zero spread), in which case the comparison falls back to the
+  claim's next metric.
+* ``Row`` / ``Family``: every comparison behind one claim, each decided on the first
+  informative metric of the claim's chain, with Holm–Bonferroni across them wherever
+  the claim says "on some comparison"; the family's verdict.
+
+Orientation: a rule always asks about "A is better than B" (or "A ≈ B"). For a metric
+where lower is better (loss), the difference is turned round before the rule reads it,
+so a positive number always means A better.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from scipy import stats as st
+
+from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+
+ALPHA = 0.05
+#: Default equivalence margin on relative metrics (loss, perplexity): ±2% of the baseline.
+RELATIVE_MARGIN = 0.02
+
+
+# --- metrics ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Metric:
+    key: str  # the run metric (``m.<key>`` in the runs frame)
+    label: str
+    higher_is_better: bool
+    #: (low, high) range of the metric; a comparison whose every value sits at one end carries no information
+    bounds: tuple[float, float]
+    #: how close to a bound counts as sitting on it
+    tolerance: float
+    #: margin and differences relative to the baseline arm's value, (A − B) / B
+    relative: bool = False
+
+    def at_bound(self, values: Iterable[float]) -> str | None:
+        """'ceiling' or 'floor' when every value sits at that end of the range, else None."""
+        v = np.asarray(list(values), dtype=float)
+        if v.size == 0:
+            return None
+        lo, hi = self.bounds
+        top, bottom = ("ceiling", "floor") if self.higher_is_better else ("floor", "ceiling")
+        if np.all(v >= hi - self.tolerance):
+            return top
+        if np.all(v <= lo + self.tolerance):
+            return bottom
+        return None
+
+    def fmt_diff(self, x: float) -> str:
+        if math.isnan(x):
+            return "–"
+        return f"{100 * x:+.1f}%" if self.relative else f"{100 * x:+.1f} pp"
+
+    def fmt_value(self, x: float) -> str:
+        if math.isnan(x):
+            return "–"
+        return f"{100 * x:.1f}%" if self.key.startswith("acc") else f"{x:.4g}"
+
+
+ACC = Metric("acc", "accuracy", True, (0.0, 1.0), tolerance=1e-3)
+#: Held-out cross-entropy in nats per scored target; below 1e-4 the right answer already has p > 0.9999.
+LOSS = Metric("loss", "held-out loss", False, (0.0, math.inf), tolerance=1e-4, relative=True)
+METRICS: dict[str, Metric] = {m.key: m for m in (ACC, LOSS)}
+
+
+def metric(key: str) -> Metric:
+    """A registered metric, or one built for ``acc_at_N`` (accuracy at another size)."""
+    if key in METRICS:
+        return METRICS[key]
+    if key.startswith("acc_at_"):
+        return Metric(key, f"accuracy at n={key.rsplit('_', 1)[1]}", True, (0.0, 1.0), tolerance=1e-3)
+    raise KeyError(f"unknown metric {key!r}; known: {', '.join(METRICS)}")
+
+
+def margin_for(m: Metric, margin: float) -> float:
+    """The study's margin applies to accuracy; relative metrics use RELATIVE_MARGIN."""
+    return RELATIVE_MARGIN if m.relative else margin
+
+
+# --- arms and comparisons ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Side:
+    """One arm of a comparison: per metric, the finished runs' values by seed."""
+
+    label: str
+    values: Mapping[str, Mapping[int, float]]
+    params: int = 0
+    flops: int = 0
+    run_ids: tuple[str, ...] = ()
+
+    def of(self, key: str) -> dict[int, float]:
+        return {s: float(v) for s, v in self.values.get(key, {}).items() if v is not None and not math.isnan(v)}
+
+    def mean(self, key: str = "acc") -> float:
+        v = list(self.of(key).values())
+        return float(np.mean(v)) if v else math.nan
+
+    def seeds(self, key: str = "acc") -> int:
+        return len(self.of(key))
+
+    def learned(self, floor: float) -> bool:
+        """Mean accuracy at the training size at or above the study's floor (one floor for every claim)."""
+        m = self.mean("acc")
+        return not math.isnan(m) and m >= floor
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Arm A against arm B; ``where`` names what both share (task, width, ...)."""
+
+    where: Mapping[str, Any]
+    a: Side
+    b: Side
+
+    def learned(self, floor: float) -> bool:
+        return self.a.learned(floor) and self.b.learned(floor)
+
+    def place(self, keys: Sequence[str] | None = None) -> str:
+        keys = list(self.where) if keys is None else keys
+        return ", ".join(f"{k.split('.')[-1]}={self.where[k]}" for k in keys if k in self.where)
+
+    def run_ids(self) -> list[str]:
+        return [*self.a.run_ids, *self.b.run_ids]
+
+
+# --- one comparison on one metric -------------------------------------------------------
+@dataclass(frozen=True)
+class Test:
+    """Paired differences A − B on one metric, oriented so that positive means A better."""
+
+    metric: Metric
+    diffs: tuple[float, ...]  # raw A − B per seed ((A − B) / B for relative metrics)
+    info: str | None = None  # why this metric tells nothing here; None when it does
+
+    @property
+    def n(self) -> int:
+        return len(self.diffs)
+
+    @property
+    def sign(self) -> int:
+        return 1 if self.metric.higher_is_better else -1
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.diffs)) if self.diffs else math.nan
+
+    @property
+    def se(self) -> float:
+        return float(np.std(self.diffs, ddof=1) / math.sqrt(self.n)) if self.n >= 2 else math.nan
+
+    def interval(self, level: float = 1 - ALPHA) -> tuple[float, float]:
+        """Two-sided t-interval of the raw mean difference at ``level``."""
+        if self.n < 2:
+            return (math.nan, math.nan)
+        half = float(st.t.ppf(0.5 + level / 2, self.n - 1)) * self.se
+        return (self.mean - half, self.mean + half)
+
+    def oriented(self, level: float = 1 - ALPHA) -> tuple[float, float]:
+        """The interval with positive meaning 'A better'."""
+        lo, hi = self.interval(level)
+        return (lo, hi) if self.sign > 0 else (-hi, -lo)
+
+    def p_beyond(self, theta: float) -> float:
+        """Two-sided p-value of H0: mean difference (oriented) = theta; the smallest alpha whose interval
+        excludes theta."""
+        if self.n < 2 or not self.se > 0:
+            return math.nan
+        t = (self.sign * self.mean - theta) / self.se
+        return float(2 * st.t.sf(abs(t), self.n - 1))
+
+
+def paired_test(c: Comparison, m: Metric) -> Test:
+    """The paired test of A against B on ``m``, or a Test whose ``info`` says why the metric is silent."""
+    a, b = c.a.of(m.key), c.b.of(m.key)
+    seeds = sorted(a.keys() & b.keys())
+    if m.relative:
+        diffs = tuple((a[s] - b[s]) / b[s] if b[s] != 0 else math.nan for s in seeds)
+        diffs = tuple(d for d in diffs if not math.isnan(d))
+    else:
+        diffs = tuple(a[s] - b[s] for s in seeds)
+    if len(diffs) < 2:
+        return Test(m, diffs, info=f"fewer than 2 paired seeds ({len(diffs)})")
+    bound = m.at_bound([a[s] for s in seeds] + [b[s] for s in seeds])
+    if bound:
+        return Test(m, diffs, info=f"both arms at the {bound} of {m.label}")
+    if float(np.std(diffs)) <= 1e-12 * max(1.0, abs(float(np.mean(diffs)))):
+        return Test(m, diffs, info=f"paired differences of {m.label} have zero spread")
+    return Test(m, diffs)
+
+
+def from_diffs(m: Metric, diffs: Sequence[float], info: str | None = None) -> Test:
+    """A Test over differences computed elsewhere (differences of gaps, probe scores), with the same
+    zero-spread rule."""
+    diffs = tuple(float(d) for d in diffs if not math.isnan(d))
+    if info is None and len(diffs) < 2:
+        info = f"fewer than 2 paired seeds ({len(diffs)})"
+    elif info is None and float(np.std(diffs)) <= 1e-12 * max(1.0, abs(float(np.mean(diffs)))):
+        info = f"paired differences of {m.label} have zero spread"
+    return Test(m, diffs, info)
+
+
+# --- Holm–Bonferroni --------------------------------------------------------------------
+def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[tuple[bool, float]]:
+    """Holm's step-down: for each p-value, whether it is rejected and the confidence level of the interval
+    that decides it (1 − alpha / (m − rank)). NaN p-values (no test in the direction that matters) rank last
+    and are never rejected; they still count in m."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: (math.isnan(pvalues[i]), pvalues[i]))
+    out: list[tuple[bool, float]] = [(False, 1 - alpha / max(m, 1))] * m
+    going = True
+    for rank, i in enumerate(order):
+        level_alpha = alpha / (m - rank)
+        p = pvalues[i]
+        going = going and not math.isnan(p) and p < level_alpha
+        out[i] = (going, 1 - level_alpha)
+    return out
+
+
+# --- rows and families ------------------------------------------------------------------
+Kind = Literal["better", "equivalent", "not_worse"]
+
+
+@dataclass
+class Row:
+    """One comparison's outcome inside a claim."""
+
+    comparison: Comparison
+    verdict: str
+    test: Test | None = None  # the test that decided it (None: too small, or no metric informative)
+    skipped: list[str] = field(default_factory=list)  # metrics passed over, and why
+    level: float = 1 - ALPHA  # confidence of the interval the verdict read
+    interval: tuple[float, float] = (math.nan, math.nan)  # raw A − B at ``level``
+
+    @property
+    def tested(self) -> bool:
+        return self.test is not None and self.verdict not in (TOO_SMALL, NO_INFO)
+
+    def describe(self) -> str:
+        """'+1.2 pp [+0.3, +2.1] accuracy' or why there is no number."""
+        if self.test is None:
+            return "; ".join(self.skipped) or self.verdict
+        t = self.test
+        lo, hi = self.interval
+        return f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}] {t.metric.label}"
+
+
+@dataclass
+class Family:
+    """Every comparison behind one claim and what they add up to."""
+
+    rows: list[Row]
+    verdict: str
+    kind: Kind
+    combine: Literal["any", "all"]
+    correction: str
+
+    @property
+    def tested(self) -> list[Row]:
+        return [r for r in self.rows if r.tested]
+
+    def explain(self) -> str:
+        learned = [r for r in self.rows if r.verdict != TOO_SMALL]
+        return (
+            f"{len(self.rows)} comparison(s); {len(learned)} with both arms above the floor; "
+            f"{len(self.tested)} informative; {self.correction}"
+        )
+
+
+def _decide(kind: Kind, lo: float, hi: float, margin: float) -> str:
+    """The rules of SCIENCE.md on an oriented interval (positive = A better)."""
+    if math.isnan(lo) or math.isnan(hi):
+        return INCONCLUSIVE
+    if kind == "better":
+        if lo > 0:
+            return SUPPORTED
+        if hi < 0 or (-margin <= lo and hi <= margin):
+            return NOT_SUPPORTED
+        return INCONCLUSIVE
+    if kind == "equivalent":
+        if -margin <= lo and hi <= margin:
+            return SUPPORTED
+        if lo > margin or hi < -margin:
+            return NOT_SUPPORTED
+        return INCONCLUSIVE
+    if kind == "not_worse":
+        if lo > -margin:
+            return SUPPORTED
+        if hi < -margin:
+            return NOT_SUPPORTED
+        return INCONCLUSIVE
+    raise ValueError(kind)
+
+
+def choose_test(c: Comparison, chain: Sequence[str]) -> tuple[Test | None, list[str]]:
+    """The first metric of ``chain`` that carries information for ``c``, and the reasons the earlier ones
+    did not."""
+    skipped = []
+    for key in chain:
+        t = paired_test(c, metric(key))
+        if t.info is None:
+            return t, skipped
+        skipped.append(t.info)
+    return None, skipped
+
+
+def _p_for(kind: Kind, t: Test, margin: float, combine: str) -> float:
+    """The p-value Holm ranks: for 'any' families the test that would support the claim on this row; for
+    'all' families the test that would refute it."""
+    if combine == "any":
+        if kind == "better":
+            return t.p_beyond(0.0) if t.sign * t.mean > 0 else math.nan
+        if kind == "equivalent":
+            return math.nan  # equivalence on 'some' comparison is not a claim pelab makes
+        return math.nan
+    # 'all': refuting rows
+    if kind == "equivalent":
+        m = abs(t.mean)
+        return t.p_beyond(math.copysign(margin, t.sign * t.mean)) if m > margin else math.nan
+    if kind == "not_worse":
+        return t.p_beyond(-margin) if t.sign * t.mean < -margin else math.nan
+    return t.p_beyond(0.0) if t.sign * t.mean < 0 else math.nan
+
+
+def family(
+    comparisons: Sequence[Comparison],
+    chain: Sequence[str],
+    floor: float,
+    margin: float,
+    kind: Kind = "better",
+    combine: Literal["any", "all"] = "any",
+    alpha: float = ALPHA,
+) -> Family:
+    """Decide every comparison on the first informative metric of ``chain`` and combine them.
+
+    * Rows whose arms did not both reach the floor are ``TOO_SMALL`` and take no part.
+    * Rows where no metric of the chain carries information are ``NO_INFO`` and take no part.
+    * ``combine="any"`` (A beats B on *some* comparison): Holm–Bonferroni across the informative rows;
+      each row is read on the interval at its Holm level. Supported when some row is; not supported when
+      every informative row is not; else inconclusive.
+    * ``combine="all"`` (the claim must hold on *every* comparison): supported when every informative row is
+      supported at the plain 95% level (an intersection–union test needs no correction); not supported when
+      some row refutes it at its Holm level; else inconclusive.
+    """
+    rows: list[Row] = []
+    tests: list[tuple[int, Test, float]] = []
+    for c in comparisons:
+        if not c.learned(floor):
+            rows.append(Row(c, TOO_SMALL, skipped=["an arm below the floor"]))
+            continue
+        t, skipped = choose_test(c, chain)
+        if t is None:
+            rows.append(Row(c, NO_INFO, skipped=skipped))
+            continue
+        rows.append(Row(c, INCONCLUSIVE, test=t, skipped=skipped))
+        m = margin_for(t.metric, margin)
+        tests.append((len(rows) - 1, t, m))
+    k = len(tests)
+    decisions = holm([_p_for(kind, t, m, combine) for _, t, m in tests], alpha)
+    for (i, t, m), (rejected, level) in zip(tests, decisions, strict=True):
+        row = rows[i]
+        plain = _decide(kind, *t.oriented(1 - alpha), m)
+        strict = _decide(kind, *t.oriented(level), m)
+        if combine == "any":
+            # Support on some row needs Holm; refuting every row is an intersection, so 95% each suffices.
+            if rejected and strict == SUPPORTED:
+                row.verdict, row.level = SUPPORTED, level
+            elif plain == SUPPORTED:  # significant alone, not after Holm: show the interval that decided
+                row.verdict, row.level = INCONCLUSIVE, level
+            else:
+                row.verdict = NOT_SUPPORTED if plain == NOT_SUPPORTED else INCONCLUSIVE
+        elif plain == SUPPORTED:  # 'all': support on every row at 95% each (intersection-union)
+            row.verdict = SUPPORTED
+        elif rejected and strict == NOT_SUPPORTED:  # refuting on some row needs Holm
+            row.verdict, row.level = NOT_SUPPORTED, level
+        else:
+            row.verdict = INCONCLUSIVE
+            if plain == NOT_SUPPORTED:
+                row.level = level
+        row.interval = t.interval(row.level)
+    correction = (
+        f"Holm–Bonferroni across {k} informative comparison(s)"
+        if combine == "any"
+        else f"every comparison must hold at 95% (no correction needed); refutations Holm-corrected across {k}"
+    )
+    return Family(rows, _combine([r.verdict for r in rows], combine), kind, combine, correction)
+
+
+def _combine(verdicts: Sequence[str], how: Literal["any", "all"]) -> str:
+    learned = [v for v in verdicts if v != TOO_SMALL]
+    if not learned:
+        return TOO_SMALL
+    tested = [v for v in learned if v != NO_INFO]
+    if not tested:
+        return NO_INFO
+    if how == "any":
+        if SUPPORTED in tested:
+            return SUPPORTED
+        if all(v == NOT_SUPPORTED for v in tested):
+            return NOT_SUPPORTED
+        return INCONCLUSIVE
+    if NOT_SUPPORTED in tested:
+        return NOT_SUPPORTED
+    if all(v == SUPPORTED for v in tested):
+        return SUPPORTED
+    return INCONCLUSIVE
+
+
+def one_sample(values: Sequence[float], threshold: float, label: str) -> tuple[str, float, float, float]:
+    """Is the mean of ``values`` above ``threshold``? (verdict, mean, lo, hi) from the 95% t-interval."""
+    x = [float(v) for v in values if not math.isnan(v)]
+    if len(x) < 2:
+        return (INCONCLUSIVE, float(np.mean(x)) if x else math.nan, math.nan, math.nan)
+    t = from_diffs(Metric(label, label, True, (-math.inf, math.inf), 0.0), [v - threshold for v in x])
+    if t.info is not None:
+        mean = float(np.mean(x))
+        return (SUPPORTED if mean > threshold else NOT_SUPPORTED, mean, mean, mean)
+    lo, hi = t.interval()
+    v = SUPPORTED if lo > 0 else NOT_SUPPORTED if hi < 0 else INCONCLUSIVE
+    return (v, t.mean + threshold, lo + threshold, hi + threshold)

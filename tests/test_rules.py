@@ -1,0 +1,176 @@
+"""The verdict engine on hand-made comparisons whose verdict is known.
+
+Each case names the situation a careful reader worries about: a ceiling, zero spread, an
+arm below the floor, Holm turning a lone small p into inconclusive, a relative loss margin.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from pelab.report.rules import (
+    ACC,
+    LOSS,
+    Comparison,
+    Side,
+    family,
+    from_diffs,
+    holm,
+    one_sample,
+    paired_test,
+)
+from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+
+FLOOR, MARGIN = 0.8, 0.01
+
+
+def arm(label: str, acc: list[float], loss: list[float] | None = None) -> Side:
+    values = {"acc": dict(enumerate(acc))}
+    if loss is not None:
+        values["loss"] = dict(enumerate(loss))
+    return Side(label, values, params=100, flops=200, run_ids=(f"{label}-run",))
+
+
+def comp(a: Side, b: Side, **where: object) -> Comparison:
+    return Comparison(where or {"task": "t"}, a, b)
+
+
+# --- tests on one metric ------------------------------------------------------------------
+def test_paired_test_matches_scipy() -> None:
+    a, b = [0.90, 0.93, 0.95, 0.91], [0.85, 0.90, 0.86, 0.88]
+    t = paired_test(comp(arm("a", a), arm("b", b)), ACC)
+    ref = st.ttest_rel(a, b)
+    assert t.info is None and math.isclose(t.mean, float(np.mean(np.subtract(a, b))))
+    assert math.isclose(t.p_beyond(0.0), ref.pvalue, rel_tol=1e-9)
+    lo, hi = t.interval()
+    half = st.t.ppf(0.975, 3) * np.std(np.subtract(a, b), ddof=1) / 2
+    assert math.isclose(lo, t.mean - half) and math.isclose(hi, t.mean + half)
+
+
+def test_ceiling_carries_no_information() -> None:
+    t = paired_test(comp(arm("a", [1.0, 1.0, 0.9995]), arm("b", [1.0, 1.0, 1.0])), ACC)
+    assert t.info is not None and "ceiling" in t.info
+
+
+def test_zero_spread_carries_no_information() -> None:
+    t = paired_test(comp(arm("a", [0.9, 0.8, 0.85]), arm("b", [0.88, 0.78, 0.83])), ACC)
+    assert t.info is not None and "zero spread" in t.info
+
+
+def test_relative_metric_and_orientation() -> None:
+    # A's loss is 10% lower than B's on every seed, with a little spread: A better.
+    t = paired_test(comp(arm("a", [0.9] * 3, [0.09, 0.18, 0.27]), arm("b", [0.9] * 3, [0.1, 0.2, 0.31])), LOSS)
+    assert t.info is None and t.mean < 0
+    lo, hi = t.oriented()
+    assert lo > 0 and hi > lo  # oriented: positive = A better
+
+
+# --- Holm --------------------------------------------------------------------------------
+def test_holm_by_hand() -> None:
+    # m = 3, alpha 0.05: thresholds 0.0167, 0.025, 0.05 in order of p.
+    assert [r for r, _ in holm([0.01, 0.02, 0.04])] == [True, True, True]
+    assert [r for r, _ in holm([0.02, 0.01, 0.04])] == [True, True, True]
+    assert [r for r, _ in holm([0.02, 0.03, 0.04])] == [False, False, False]  # 0.02 > 0.0167 stops it
+    assert [r for r, _ in holm([0.001, 0.03, math.nan])] == [True, False, False]
+    assert [round(lv, 4) for _, lv in holm([0.01, 0.02, 0.04])] == [round(1 - 0.05 / 3, 4), 0.975, 0.95]
+
+
+# --- families: every branch ----------------------------------------------------------------
+WIN = ([0.90, 0.93, 0.95, 0.92, 0.94], [0.85, 0.86, 0.88, 0.85, 0.86])  # clear win, spread
+TIE = ([0.900, 0.905, 0.902, 0.898, 0.903], [0.901, 0.903, 0.900, 0.900, 0.902])  # inside ±1 pp
+NOISY = ([0.95, 0.85, 0.99, 0.82, 0.90], [0.90, 0.90, 0.90, 0.90, 0.91])  # could go either way
+
+
+def test_directional_supported_on_a_clear_win() -> None:
+    f = family([comp(arm("a", WIN[0]), arm("b", WIN[1]))], ["acc", "loss"], FLOOR, MARGIN)
+    assert f.verdict == SUPPORTED and f.rows[0].test.metric is ACC
+
+
+def test_directional_not_supported_the_other_way_and_inside_margin() -> None:
+    assert family([comp(arm("a", WIN[1]), arm("b", WIN[0]))], ["acc"], FLOOR, MARGIN).verdict == NOT_SUPPORTED
+    assert family([comp(arm("a", TIE[0]), arm("b", TIE[1]))], ["acc"], FLOOR, MARGIN).verdict == NOT_SUPPORTED
+
+
+def test_directional_inconclusive() -> None:
+    assert family([comp(arm("a", NOISY[0]), arm("b", NOISY[1]))], ["acc"], FLOOR, MARGIN).verdict == INCONCLUSIVE
+
+
+def test_below_floor_is_budget_too_small() -> None:
+    f = family([comp(arm("a", [0.5, 0.6, 0.55]), arm("b", [0.3, 0.35, 0.31]))], ["acc"], FLOOR, MARGIN)
+    assert f.verdict == TOO_SMALL and f.rows[0].verdict == TOO_SMALL
+
+
+def test_below_floor_arm_does_not_count_beside_learned_ones() -> None:
+    rows = [comp(arm("a", [0.5, 0.6, 0.55]), arm("b", [0.3, 0.35, 0.31])), comp(arm("a", TIE[0]), arm("b", TIE[1]))]
+    f = family(rows, ["acc"], FLOOR, MARGIN)
+    assert f.verdict == NOT_SUPPORTED and [r.verdict for r in f.rows] == [TOO_SMALL, NOT_SUPPORTED]
+
+
+def test_ceiling_falls_back_to_loss() -> None:
+    # Both at 100% accuracy; A's held-out loss is clearly lower: decided on loss, not on the ceiling.
+    a = arm("a", [1.0] * 4, [0.010, 0.012, 0.011, 0.013])
+    b = arm("b", [1.0] * 4, [0.020, 0.025, 0.022, 0.021])
+    f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN)
+    assert f.verdict == SUPPORTED
+    assert f.rows[0].test.metric is LOSS and "ceiling" in f.rows[0].skipped[0]
+
+
+def test_ceiling_everywhere_is_no_information() -> None:
+    a, b = arm("a", [1.0] * 3), arm("b", [1.0] * 3)
+    f = family([comp(a, b)], ["acc"], FLOOR, MARGIN)
+    assert f.verdict == NO_INFO and f.rows[0].verdict == NO_INFO
+    # ... and never counts as evidence for an equivalence either
+    assert family([comp(a, b)], ["acc"], FLOOR, MARGIN, kind="equivalent", combine="all").verdict == NO_INFO
+
+
+def test_holm_turns_a_lone_small_p_into_inconclusive() -> None:
+    # One row significant at 95% alone (p ~ 0.03), four rows of noise: with Holm over 5, not enough.
+    lone = comp(arm("a", [0.92, 0.91, 0.95, 0.91, 0.93]), arm("b", [0.90, 0.90, 0.90, 0.90, 0.90]))
+    t = paired_test(lone, ACC)
+    assert 0.01 < t.p_beyond(0.0) < 0.05
+    alone = family([lone], ["acc"], FLOOR, MARGIN)
+    assert alone.verdict == SUPPORTED
+    noise = [comp(arm("a", NOISY[0]), arm("b", NOISY[1])) for _ in range(4)]
+    f = family([lone, *noise], ["acc"], FLOOR, MARGIN)
+    assert f.verdict == INCONCLUSIVE and f.rows[0].verdict == INCONCLUSIVE
+    assert f.rows[0].level == pytest.approx(1 - 0.05 / 5)
+    assert "Holm" in f.correction and "5" in f.correction
+
+
+def test_equivalence_all() -> None:
+    tie = comp(arm("a", TIE[0]), arm("b", TIE[1]))
+    assert family([tie, tie], ["acc"], FLOOR, MARGIN, kind="equivalent", combine="all").verdict == SUPPORTED
+    far = comp(arm("a", WIN[0]), arm("b", WIN[1]))
+    assert family([tie, far], ["acc"], FLOOR, MARGIN, kind="equivalent", combine="all").verdict == NOT_SUPPORTED
+    noisy = comp(arm("a", NOISY[0]), arm("b", NOISY[1]))
+    assert family([tie, noisy], ["acc"], FLOOR, MARGIN, kind="equivalent", combine="all").verdict == INCONCLUSIVE
+
+
+def test_equivalence_on_relative_loss_margin() -> None:
+    # Both at the accuracy ceiling; losses within 0.5% of each other: equivalent within ±2%.
+    a = arm("a", [1.0] * 5, [0.100, 0.2005, 0.150, 0.1201, 0.180])
+    b = arm("b", [1.0] * 5, [0.1002, 0.200, 0.1503, 0.120, 0.1803])
+    f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all")
+    assert f.verdict == SUPPORTED and f.rows[0].test.metric is LOSS
+
+
+def test_not_worse() -> None:
+    assert family([comp(arm("a", TIE[0]), arm("b", TIE[1]))], ["acc"], FLOOR, MARGIN, "not_worse", "all").verdict == (
+        SUPPORTED
+    )
+    assert family([comp(arm("a", WIN[1]), arm("b", WIN[0]))], ["acc"], FLOOR, MARGIN, "not_worse", "all").verdict == (
+        NOT_SUPPORTED
+    )
+
+
+def test_from_diffs_and_one_sample() -> None:
+    assert from_diffs(ACC, [0.1, 0.1, 0.1]).info is not None
+    assert from_diffs(ACC, [0.1]).info is not None
+    v, mean, lo, hi = one_sample([0.3, 0.35, 0.32, 0.31], 0.1, "share")
+    assert v == SUPPORTED and lo > 0.1 and math.isclose(mean, 0.32)
+    assert one_sample([0.02, 0.03, 0.025], 0.1, "share")[0] == NOT_SUPPORTED
+    assert one_sample([0.02, 0.3, 0.1], 0.1, "share")[0] == INCONCLUSIVE

@@ -24,16 +24,54 @@ import pelab
 from pelab.errors import PelabError
 from pelab.report.claims import ClaimResult, Figure, ReportContext, Table, all_claims
 from pelab.report.figures import curves_plot
+from pelab.report.verdicts import (
+    ERROR,
+    EXACT,
+    INCONCLUSIVE,
+    NO_INFO,
+    NOT_SUPPORTED,
+    REPORTED,
+    SUPPORTED,
+    TOO_SMALL,
+    VERDICTS,
+)
 from pelab.study.grid import parse_study
 from pelab.study.stats import runs_frame
 from pelab.study.store import Store
 
+#: CSS class of each verdict's badge (report.html.j2 styles them: colour and border style).
 VERDICT_CLASS = {
-    "supported": "ok",
-    "exact": "ok",
-    "not supported": "no",
-    "reported": "info",
+    EXACT: "v-exact",
+    SUPPORTED: "v-supported",
+    NOT_SUPPORTED: "v-not-supported",
+    INCONCLUSIVE: "v-inconclusive",
+    NO_INFO: "v-no-info",
+    TOO_SMALL: "v-too-small",
+    REPORTED: "v-reported",
+    ERROR: "v-error",
 }
+#: The glyph leading each badge, so verdicts differ without colour: in print, in Markdown, in a terminal.
+VERDICT_GLYPH = {
+    EXACT: "≡",
+    SUPPORTED: "✓",
+    NOT_SUPPORTED: "✗",
+    INCONCLUSIVE: "?",
+    NO_INFO: "∅",
+    TOO_SMALL: "↓",
+    REPORTED: "•",
+    ERROR: "!",
+}
+
+
+def verdict_split(text: str) -> tuple[str | None, str]:
+    """A table cell as (the verdict word it starts with, the rest), or (None, text).
+
+    "supported (2 of 3 tasks)" gives ("supported", " (2 of 3 tasks)"); "exactly" gives no verdict."""
+    text = str(text)
+    for v in sorted(VERDICTS, key=len, reverse=True):
+        if text.startswith(v) and (len(text) == len(v) or not text[len(v)].isalnum()):
+            return v, text[len(v) :]
+    return None, text
 
 
 def machine_facts() -> dict[str, str]:
@@ -123,6 +161,23 @@ def _md_escape(text: str) -> str:
     return html.escape(str(text), quote=False).replace("|", "\\|")
 
 
+def template_env(folder: Path) -> jinja2.Environment:
+    """The report's templates and their filters; figures' paths are made relative to ``folder``."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pelab.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html.j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["md"] = _md_escape
+    env.filters["embed"] = _embed
+    env.filters["rel"] = lambda p: os.path.relpath(p, folder)
+    env.filters["vclass"] = lambda v: VERDICT_CLASS.get(v, "v-other")
+    env.filters["vglyph"] = lambda v: VERDICT_GLYPH.get(v, "·")
+    env.filters["vsplit"] = verdict_split
+    return env
+
+
 def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, Path, list[ClaimResult]]:
     folder = Path(folder)
     started = time.perf_counter()
@@ -143,16 +198,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         "steps, batch, optimiser, learning-rate schedule",
         "width d, layers, heads",
     ]
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("pelab.report", "templates"),
-        autoescape=jinja2.select_autoescape(["html.j2"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["md"] = _md_escape
-    env.filters["embed"] = _embed
-    env.filters["rel"] = lambda p: os.path.relpath(p, folder)
-    env.filters["vclass"] = lambda v: VERDICT_CLASS.get(v, "warn")
+    env = template_env(folder)
     data = dict(
         study=ctx.study,
         claims=claims,

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
+from pelab.report.verdicts import ERROR, EXACT, INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
 from pelab.train import RunResult
 
 
@@ -94,14 +95,29 @@ def results_table(
         console.print(f"wrote {csv}")
 
 
+#: Rich style of each verdict: as in the HTML report, no two alike, and each led by its glyph.
+VERDICT_STYLE = {
+    EXACT: "bold green",
+    SUPPORTED: "green",
+    NOT_SUPPORTED: "bold red",
+    INCONCLUSIVE: "yellow",
+    NO_INFO: "dim",
+    TOO_SMALL: "magenta",
+    REPORTED: "blue",
+    ERROR: "bold white on red",
+}
+
+
 def summary_table(console: Console, claims: list) -> None:
     """The report's summary in the terminal: claim, verdict, key figure."""
-    colours = {"supported": "green", "exact": "green", "not supported": "red", "reported": "blue"}
+    from pelab.report.build import VERDICT_GLYPH
+
     t = Table(title="claims", title_justify="left")
     t.add_column("claim")
     t.add_column("verdict")
     t.add_column("key figure")
     for c in claims:
-        colour = colours.get(c.verdict, "yellow")
-        t.add_row(f"{c.id} {escape(c.title)}", f"[{colour}]{escape(c.verdict)}[/]", escape(c.key))
+        style = VERDICT_STYLE.get(c.verdict, "default")
+        glyph = VERDICT_GLYPH.get(c.verdict, "·")
+        t.add_row(f"{c.id} {escape(c.title)}", f"[{style}]{glyph} {escape(c.verdict)}[/]", escape(c.key))
     console.print(t)

@@ -1,4 +1,9 @@
-"""Figures drawn from stored runs: arms with intervals, learning curves, gaps by width."""
+"""Figures drawn from stored runs: arms with intervals, learning curves, gaps by width.
+
+The choices a reader should not have to decode are made by small pure helpers, tested
+on their own: ``arm_order`` (best arm on top), ``clip_interval`` (a t-interval of an
+accuracy stays inside [0, 1]) and ``series_styles`` (every curve its own colour and dash).
+"""
 
 from __future__ import annotations
 
@@ -10,47 +15,139 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from pelab.plots import save  # noqa: E402
 from pelab.report.evidence import ArmStats  # noqa: E402
 
+#: Matplotlib's ten default colours; a series is told apart by colour *and* by STYLES.
+COLOURS = [f"C{i}" for i in range(10)]
+#: (line style, marker) pairs, plain lines first; markers are drawn sparsely (``markevery``).
+STYLES = [
+    ("-", ""),
+    ("--", ""),
+    (":", ""),
+    ("-.", ""),
+    ("-", "o"),
+    ("--", "s"),
+    (":", "^"),
+    ("-.", "D"),
+]
+BELOW_FLOOR = "below floor"
+
+
+def arm_order(arms: list[ArmStats], higher_is_better: bool = True) -> list[ArmStats]:
+    """Arms with a finished seed, best mean first; arms without a mean go last, in input order."""
+    arms = [a for a in arms if a.seeds]
+    sign = -1.0 if higher_is_better else 1.0
+    return sorted(arms, key=lambda a: (math.isnan(a.mean), 0.0 if math.isnan(a.mean) else sign * a.mean))
+
+
+def clip_interval(lo: float, hi: float, bounds: tuple[float, float] | None) -> tuple[float, float]:
+    """``(lo, hi)`` cut to ``bounds`` (None: unbounded); NaN ends stay NaN.
+
+    A Student-t interval over two or three seeds easily runs past 100% accuracy; the
+    metric cannot, so the figure should not either."""
+    if bounds is None:
+        return lo, hi
+    low, high = bounds
+    return (lo if math.isnan(lo) else min(max(lo, low), high), hi if math.isnan(hi) else min(max(hi, low), high))
+
 
 def arms_plot(
-    path: Path, arms: list[ArmStats], title: str, xlabel: str = "accuracy", chance: float | None = None
+    path: Path,
+    arms: list[ArmStats],
+    title: str,
+    xlabel: str = "accuracy",
+    chance: float | None = None,
+    *,
+    floor: float | None = None,
+    bounds: tuple[float, float] | None = (0.0, 1.0),
+    higher_is_better: bool = True,
 ) -> Path:
-    """One row per arm: the mean over seeds and its 95% interval; parameters in the label."""
-    arms = [a for a in arms if a.seeds]
+    """One row per arm, best on top: the mean over seeds and its 95% interval; parameters in the label.
+
+    ``floor`` draws the learning floor as a solid line; arms under it (``ArmStats.learned``)
+    get a hollow grey marker and "below floor" in their label, since no verdict uses them.
+    ``chance`` is a dashed line. ``bounds`` clips the intervals (None for loss and the like)."""
+    arms = arm_order(arms, higher_is_better)
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * max(len(arms), 2) + 1.3), dpi=110)
+    labels = []
     for i, a in enumerate(arms):
-        lo = a.lo if not math.isnan(a.lo) else a.mean
-        hi = a.hi if not math.isnan(a.hi) else a.mean
-        ax.errorbar([a.mean], [i], xerr=[[a.mean - lo], [hi - a.mean]], fmt="o", capsize=3, color="C0")
-    ax.set_yticks(range(len(arms)), [f"{a.label}  ({a.params:,} p)" for a in arms], fontsize=8)
-    ax.invert_yaxis()
-    if chance is not None:
-        ax.axvline(chance, ls="--", lw=1, color="grey")
-        ax.annotate("chance", (chance, 1.0), xycoords=("data", "axes fraction"), fontsize=8, color="grey")
+        lo, hi = clip_interval(a.lo, a.hi, bounds)
+        lo = a.mean if math.isnan(lo) else lo
+        hi = a.mean if math.isnan(hi) else hi
+        xerr = [[max(a.mean - lo, 0.0)], [max(hi - a.mean, 0.0)]]
+        below = floor is not None and not a.learned(floor)
+        if below:
+            ax.errorbar([a.mean], [i], xerr=xerr, fmt="o", capsize=3, color="0.55", mfc="white", mec="0.45")
+        else:
+            ax.errorbar([a.mean], [i], xerr=xerr, fmt="o", capsize=3, color="C0")
+        labels.append(f"{a.label}  ({a.params:,} p)" + (f"  · {BELOW_FLOOR}" if below else ""))
+    ax.set_yticks(range(len(arms)), labels, fontsize=8)
+    ax.set_ylim(len(arms) - 0.5, -0.9)  # best on top, with room under the title for the line labels
+    # Floor: solid, named to its right; chance: dashed, named to its left (they are often close).
+    for value, text, style, side in ((floor, " floor", "-", "left"), (chance, "chance ", "--", "right")):
+        if value is not None:
+            ax.axvline(value, ls=style, lw=1, color="0.35")
+            ax.annotate(text, (value, -0.75), fontsize=8, color="0.3", va="center", ha=side)
     ax.set(xlabel=xlabel, title=title)
     ax.grid(axis="x", alpha=0.3)
     return save(fig, path)
 
 
+def series_styles(labels: list[str]) -> dict[str, tuple[str, str, str]]:
+    """(colour, line style, marker) for each label, no two alike while COLOURS × STYLES lasts.
+
+    Labels are "scheme + combiner[, d=…]": one colour per scheme (the part before " + ")
+    and, within it, one line style per series. A reader then finds "every rotary run" by
+    colour and tells its combiners apart by dash, which small multiples would not give
+    at a glance across panels. When schemes outnumber the colours, a colour comes round
+    again with the next free style, so the (colour, style) pair stays unique."""
+    groups: dict[str, int] = {}
+    used: set[tuple[str, int]] = set()
+    out = {}
+    for label in labels:
+        g = groups.setdefault(label.split(" + ")[0], len(groups))
+        colour = COLOURS[g % len(COLOURS)]
+        s = 0
+        while (colour, s) in used and s < len(STYLES) - 1:
+            s += 1
+        used.add((colour, s))
+        out[label] = (colour, *STYLES[s])
+    return out
+
+
+def _plain_log_ticks(ax: plt.Axes) -> None:
+    """Tick labels such as 2.1 rather than 2.1×10⁰ on a log axis spanning less than a decade."""
+    fmt = FuncFormatter(lambda v, _: f"{v:.3g}")
+    ax.yaxis.set_major_formatter(fmt)
+    lo, hi = ax.get_ylim()
+    ax.yaxis.set_minor_formatter(fmt if hi / max(lo, 1e-12) < 10 else FuncFormatter(lambda v, _: ""))
+
+
 def curves_plot(path: Path, curves: dict[str, list[list[dict[str, float]]]], title: str) -> Path:
-    """Training loss against step, mean over seeds, one line per arm."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
-    for label, runs in curves.items():
+    """Training loss against step, mean over seeds, one line per arm; the legend beside the plot."""
+    series = {}
+    for label, runs in sorted(curves.items()):  # sorted: one scheme's lines sit together in the legend
         runs = [r for r in runs if r]
         if not runs:
             continue
-        steps = [p["step"] for p in runs[0]]
         k = min(len(r) for r in runs)
-        loss = np.mean([[p["loss"] for p in r[:k]] for r in runs], axis=0)
-        ax.plot(steps[:k], loss, label=label, lw=1.2)
+        steps = [p["step"] for p in runs[0][:k]]
+        series[label] = (steps, np.mean([[p["loss"] for p in r[:k]] for r in runs], axis=0))
+    styles = series_styles(list(series))
+    fig, ax = plt.subplots(figsize=(9.5, 4.6), dpi=110, layout="constrained")
+    for label, (steps, loss) in series.items():
+        colour, ls, marker = styles[label]
+        ax.plot(steps, loss, label=label, lw=1.3, color=colour, ls=ls, marker=marker or None, ms=4, markevery=0.1)
     ax.set(xlabel="step", ylabel="training loss (mean over seeds)", title=title)
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    return save(fig, path)
+    if series:
+        _plain_log_ticks(ax)
+        fig.legend(loc="outside right upper", fontsize=7, ncol=1 if len(series) <= 22 else 2, handlelength=3)
+    return save(fig, path, tight=False)
 
 
 def gap_plot(path: Path, points: dict[str, list[tuple[float, float, float, float]]], title: str, ylabel: str) -> Path:

@@ -1,0 +1,199 @@
+"""Report figures and the report's verdict badges: what a reader takes in at a glance.
+
+Figures are checked through their pure helpers (order, clipping, styles) and through the
+matplotlib figure itself, caught before it is saved. The templates are rendered from
+hand-made claims, so the badges, the "What this run says" section, the rule's link and
+the folded run lists are pinned without training anything.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pytest
+
+from pelab.report import figures
+from pelab.report.build import VERDICT_CLASS, VERDICT_GLYPH, template_env, verdict_split
+from pelab.report.claims import ClaimResult, Table
+from pelab.report.evidence import ArmStats
+from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, SUPPORTED, TOO_SMALL, VERDICTS
+
+
+def arm(label: str, mean: float, half: float = 0.1, seeds: int = 3) -> ArmStats:
+    return ArmStats(label, mean, mean - half, mean + half, seeds, params=1000, flops=10)
+
+
+@pytest.fixture
+def caught(monkeypatch: pytest.MonkeyPatch) -> list[plt.Figure]:
+    """The figures the plotting functions would have saved, drawn but still open."""
+    out: list[plt.Figure] = []
+
+    def keep(fig: plt.Figure, path: Path, tight: bool = True) -> Path:
+        fig.canvas.draw()
+        out.append(fig)
+        return Path(path)
+
+    monkeypatch.setattr(figures, "save", keep)
+    yield out
+    for fig in out:
+        plt.close(fig)
+
+
+# --- arms ---------------------------------------------------------------------------
+def test_arm_order_puts_the_best_first_and_drops_empty_arms() -> None:
+    arms = [arm("a", 0.5), arm("b", 0.9), arm("none", math.nan, seeds=0), arm("c", 0.7), arm("nan", math.nan)]
+    assert [a.label for a in figures.arm_order(arms)] == ["b", "c", "a", "nan"]
+    assert [a.label for a in figures.arm_order(arms, higher_is_better=False)] == ["a", "c", "b", "nan"]
+
+
+def test_clip_interval_stays_inside_the_bounds() -> None:
+    for lo, hi in [(-0.3, 0.5), (0.2, 1.4), (-1.0, 2.0), (0.1, 0.9), (1.2, 1.5), (-0.5, -0.1)]:
+        c_lo, c_hi = figures.clip_interval(lo, hi, (0.0, 1.0))
+        assert 0.0 <= c_lo <= c_hi <= 1.0
+        if 0.0 <= lo <= hi <= 1.0:
+            assert (c_lo, c_hi) == (lo, hi)
+    assert figures.clip_interval(-3.0, 7.0, None) == (-3.0, 7.0)  # loss: unbounded
+    lo, hi = figures.clip_interval(math.nan, math.nan, (0.0, 1.0))
+    assert math.isnan(lo) and math.isnan(hi)
+
+
+def test_arms_plot_draws_best_on_top_marks_the_floor_and_clips(caught: list[plt.Figure], tmp_path: Path) -> None:
+    arms = [arm("low", 0.3, half=0.5), arm("top", 0.97, half=0.2), arm("mid", 0.85, half=0.3)]
+    figures.arms_plot(tmp_path / "a.png", arms, "t", chance=0.125, floor=0.8)
+    (ax,) = caught[0].axes
+    # Tick i sits at y=i and the y axis runs downwards, so the first label is the top row.
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert [lab.split()[0] for lab in labels] == ["top", "mid", "low"]
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]
+    assert "below floor" in labels[2] and "below floor" not in labels[0] + labels[1]
+    assert {"floor", "chance"} <= {t.get_text().strip() for t in ax.texts}
+    xs = [x for coll in ax.collections for seg in coll.get_segments() for x, _ in seg]
+    assert xs and min(xs) >= 0.0 and max(xs) <= 1.0
+
+
+def test_arms_plot_keeps_the_old_call(tmp_path: Path) -> None:
+    path = figures.arms_plot(tmp_path / "b.png", [arm("x", 1.2, 0.5)], "loss", "loss", None, bounds=None)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- curves -------------------------------------------------------------------------
+SCHEMES = ["sinusoidal", "learned", "rotary", "alibi", "t5", "none", "untied"]
+
+
+def curve(rate: float) -> list[list[dict[str, float]]]:
+    return [[{"step": s, "loss": 2.5 * math.exp(-s / rate) + 0.05} for s in range(1, 41)]]
+
+
+def test_series_styles_are_unique_past_the_ten_colours() -> None:
+    labels = [f"scheme{i} + add" for i in range(25)]
+    styles = figures.series_styles(labels)
+    assert len(set(styles.values())) == 25
+    grouped = figures.series_styles(["rotary + add", "rotary + concat_split", "learned + add"])
+    assert grouped["rotary + add"][0] == grouped["rotary + concat_split"][0]  # one colour per scheme
+    assert grouped["rotary + add"][1:] != grouped["rotary + concat_split"][1:]  # told apart by dash
+
+
+def test_curves_plot_with_20_series_draws_20_distinct_lines(caught: list[plt.Figure], tmp_path: Path) -> None:
+    combiners = ["add", "concat_split", "concat_wide"]
+    curves = {f"{SCHEMES[i % 7]} + {combiners[i % 3]}, d={8 << (i // 7)}": curve(10 + i) for i in range(20)}
+    figures.curves_plot(tmp_path / "c.png", curves, "t")
+    fig = caught[0]
+    (ax,) = fig.axes
+    lines = ax.get_lines()
+    assert len(lines) == 20
+    looks = {(str(ln.get_color()), ln.get_linestyle(), str(ln.get_marker())) for ln in lines}
+    assert len(looks) == 20
+    # The legend sits beside the plot, not over the curves.
+    (legend,) = fig.legends
+    assert legend.get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+# --- verdict badges and the templates -----------------------------------------------
+def test_every_verdict_has_its_own_class_and_glyph() -> None:
+    assert set(VERDICT_CLASS) == set(VERDICTS) == set(VERDICT_GLYPH)
+    assert len(set(VERDICT_CLASS.values())) == len(VERDICTS)
+    assert len(set(VERDICT_GLYPH.values())) == len(VERDICTS)
+    css = (Path(figures.__file__).parent / "templates" / "report.html.j2").read_text()
+    for cls in VERDICT_CLASS.values():
+        assert f".{cls} {{" in css, cls
+
+
+def test_verdict_split() -> None:
+    assert verdict_split(SUPPORTED) == (SUPPORTED, "")
+    assert verdict_split("not supported (0 of 2)") == ("not supported", " (0 of 2)")
+    assert verdict_split(f"{TOO_SMALL}; d=8") == (TOO_SMALL, "; d=8")
+    assert verdict_split("exactly so") == (None, "exactly so")
+    assert verdict_split("–") == (None, "–")
+
+
+def claim(**kw: Any) -> SimpleNamespace:
+    """A ClaimResult's fields, plus whatever extra attributes the template may read."""
+    base = ClaimResult(id="C1", title="t", claim="c", source="s", rule="r")
+    return SimpleNamespace(**{**vars(base), **kw})
+
+
+def render(tmp_path: Path, claims: list[SimpleNamespace], **extra: Any) -> tuple[str, str]:
+    env = template_env(tmp_path)
+    data = dict(
+        study=SimpleNamespace(name="s", description=""),
+        claims=claims,
+        curves=[],
+        runs=2,
+        done=2,
+        failed=0,
+        seeds=[0, 1],
+        floor=0.8,
+        margin=0.01,
+        axes=["model.combine"],
+        held=["task"],
+        command="pelab study s.toml",
+        machine={"pelab": "0"},
+        study_seconds="1",
+        report_seconds="1",
+        source="",
+        Table=Table,
+        **extra,
+    )
+    return env.get_template("report.html.j2").render(**data), env.get_template("report.md.j2").render(**data)
+
+
+def test_templates_badge_every_verdict_and_fold_run_ids(tmp_path: Path) -> None:
+    ids = [f"{i:016x}" for i in range(80)]
+    table = Table("arms", ["arm", "verdict"], [["a", SUPPORTED], ["b", f"{TOO_SMALL}; d=8"], ["c", "–"]])
+    claims = [claim(id=f"C{i + 1}", verdict=v) for i, v in enumerate(VERDICTS)]
+    claims[0] = claim(id="C1", verdict=EXACT, run_ids=ids, tables=[table], doc="docs/claims.md#c1", metric="loss")
+    html, md = render(tmp_path, claims)
+    for v in VERDICTS:
+        assert f'<span class="verdict {VERDICT_CLASS[v]}"><span class="glyph" aria-hidden="true">' in html
+        assert f"{VERDICT_GLYPH[v]} **{v}**" in md
+    # The verdict column is badged, extra text kept; other cells are not.
+    assert re.search(r'<td><span class="verdict v-too-small">.*?</span>; d=8</td>', html)
+    assert "<td>–</td>" in html
+    assert f"{VERDICT_GLYPH[TOO_SMALL]} **{TOO_SMALL}**; d=8" in md
+    # Rule explained and the deciding metric; nothing when absent.
+    assert 'href="docs/claims.md#c1">rule explained</a>' in html and "deciding metric: loss" in html
+    assert "[rule explained](docs/claims.md#c1)" in md and "deciding metric: loss" in md
+    assert html.count("rule explained") == 1
+    # 80 run ids folded into one <details>, in both formats.
+    assert '<details class="runs"><summary>80 runs</summary>' in html and ", ".join(ids) in html
+    assert "<details><summary>80 runs</summary>" in md and ", ".join(ids) in md
+    assert "What this run says" not in html + md  # no answer passed: no empty section
+
+
+def test_what_this_run_says_comes_first(tmp_path: Path) -> None:
+    answer = [
+        {"id": "C6", "verdict": INCONCLUSIVE, "text": "Concatenating did not beat adding at this budget."},
+        {"id": "C9", "verdict": NO_INFO, "text": "Both arms sat at the ceiling."},
+    ]
+    claims = [claim(id="C6", verdict=INCONCLUSIVE), claim(id="C9", verdict=NO_INFO)]
+    html, md = render(tmp_path, claims, answer=answer, scale="~3k parameters, 25k tokens per run, seeds 0, 1")
+    assert html.index("What this run says") < html.index('id="summary"')
+    assert md.index("What this run says") < md.index("## Summary")
+    assert re.search(r'<span class="verdict v-inconclusive">.*?</span></span> <span><a href="#c6">C6</a> Concat', html)
+    assert "~3k parameters, 25k tokens per run" in html and "~3k parameters" in md
+    assert f"- {VERDICT_GLYPH[NO_INFO]} **{NO_INFO}** · [C9](#c9) Both arms sat at the ceiling." in md

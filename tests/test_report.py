@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,5 +108,47 @@ def test_report_in_headless_chromium(study_dir: Path, tmp_path: Path) -> None:
         shot = study_dir / "report-screenshot.png"
         browser.save_screenshot(str(shot))
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        # Every badge is one of the verdict styles, none the fallback.
+        assert browser.execute_script("return document.querySelectorAll('.verdict').length") >= len(VERDICTS)
+        assert browser.execute_script("return document.querySelectorAll('.verdict.v-other').length") == 0
+
+        # A phone: nothing wider than the screen but the tables, which scroll in their .scroll box.
+        _viewport(browser, 390, 844)
+        assert browser.execute_script("return window.innerWidth") == 390
+        _assert_fits(browser)
+        browser.save_screenshot(str(study_dir / "report-phone.png"))
+
+        # Print, on an A4-ish page: the same, and folded run lists come out open where CSS can do it.
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        _viewport(browser, 800, 1130)
+        _assert_fits(browser)
+        if browser.execute_script("return CSS.supports('selector(::details-content)')"):
+            hidden = browser.execute_script(
+                "return Array.from(document.querySelectorAll('details.runs .ids')).filter(e => !e.offsetHeight).length"
+            )
+            assert hidden == 0, f"{hidden} run lists stay folded in print"
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        pdf = base64.b64decode(browser.print_page())
+        assert pdf[:5] == b"%PDF-" and len(pdf) > 10_000
     finally:
         browser.quit()
+
+
+def _viewport(browser: Any, width: int, height: int) -> None:
+    """Emulate a screen of this size (a headless window will not shrink below 500 px)."""
+    browser.set_window_size(max(width, 500), height)
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 640}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+
+
+def _assert_fits(browser: Any) -> None:
+    """No horizontal scrolling at body level; names the elements that stick out when there is."""
+    page, screen, wide = browser.execute_script(
+        """const w = window.innerWidth;
+        const wide = Array.from(document.querySelectorAll('body *'))
+            .filter(e => !e.closest('.scroll') && e.getBoundingClientRect().right > w + 1)
+            .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right));
+        return [document.documentElement.scrollWidth, w, wide];"""
+    )
+    assert page <= screen + 1, (page, screen, wide)

@@ -2,12 +2,13 @@
 
 The choices a reader should not have to decode are made by small pure helpers, tested
 on their own: ``arm_order`` (best arm on top), ``clip_interval`` (a t-interval of an
-accuracy stays inside [0, 1]) and ``series_styles`` (every curve its own colour and dash).
+accuracy stays inside [0, 1]) and ``series_styles`` (no two curves drawn alike).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import matplotlib
@@ -97,25 +98,22 @@ def arms_plot(
 
 
 def series_styles(labels: list[str]) -> dict[str, tuple[str, str, str]]:
-    """(colour, line style, marker) for each label, no two alike while COLOURS × STYLES lasts.
+    """(colour, line style, marker) for each label: ten colours first, then the next style.
 
-    Labels are "scheme + combiner[, d=…]": one colour per scheme (the part before " + ")
-    and, within it, one line style per series. A reader then finds "every rotary run" by
-    colour and tells its combiners apart by dash, which small multiples would not give
-    at a glance across panels. When schemes outnumber the colours, a colour comes round
-    again with the next free style, so the (colour, style) pair stays unique."""
-    groups: dict[str, int] = {}
-    used: set[tuple[str, int]] = set()
-    out = {}
-    for label in labels:
-        g = groups.setdefault(label.split(" + ")[0], len(groups))
-        colour = COLOURS[g % len(COLOURS)]
-        s = 0
-        while (colour, s) in used and s < len(STYLES) - 1:
-            s += 1
-        used.add((colour, s))
-        out[label] = (colour, *STYLES[s])
-    return out
+    Colour is what the eye separates fastest, so the first ten series are ten solid colours
+    and only the eleventh starts over in dashes; pairs stay unique up to 10 × len(STYLES).
+    Tried and dropped: one colour per scheme (the part before " + "), which left seven
+    same-blue lines for "learned"; and small multiples by scheme, which gave one panel
+    per attention scheme holding a single line. Callers pass labels sorted, so one
+    scheme's series sit together in the legend."""
+    return {
+        label: (COLOURS[i % len(COLOURS)], *STYLES[(i // len(COLOURS)) % len(STYLES)]) for i, label in enumerate(labels)
+    }
+
+
+def _natural(label: str) -> list[str | int]:
+    """Sort key reading numbers as numbers: "d=8" before "d=16"."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label)]
 
 
 def _plain_log_ticks(ax: plt.Axes) -> None:
@@ -129,7 +127,7 @@ def _plain_log_ticks(ax: plt.Axes) -> None:
 def curves_plot(path: Path, curves: dict[str, list[list[dict[str, float]]]], title: str) -> Path:
     """Training loss against step, mean over seeds, one line per arm; the legend beside the plot."""
     series = {}
-    for label, runs in sorted(curves.items()):  # sorted: one scheme's lines sit together in the legend
+    for label, runs in sorted(curves.items(), key=lambda kv: _natural(kv[0])):  # a scheme's lines together
         runs = [r for r in runs if r]
         if not runs:
             continue

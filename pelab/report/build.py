@@ -24,6 +24,7 @@ import pelab
 from pelab.errors import PelabError
 from pelab.report.claims import ClaimResult, Figure, ReportContext, Table, all_claims
 from pelab.report.figures import curves_plot
+from pelab.report.summary import DOC, answer, claims_markdown, scale
 from pelab.report.verdicts import (
     ERROR,
     EXACT,
@@ -106,7 +107,9 @@ def load_context(folder: Path) -> ReportContext:
     rows = [r for r in rows if r["run_id"] in ids]
     if not rows:
         raise PelabError(f"out: {folder} has no finished runs of its study yet")
-    frame = runs_frame(rows)
+    frame = runs_frame(rows, floor=study.report["floor"])
+    widths = {r.run_id: r.model.widths().model for r in study.runs}
+    frame["width"] = frame.run_id.map(widths)  # the model's actual width (d + d_position for concat_wide)
     return ReportContext(folder=folder, study=study, rows=rows, frame=frame, **study.report)
 
 
@@ -131,21 +134,20 @@ def _curves(ctx: ReportContext) -> list[Figure]:
 
 def _run_claims(ctx: ReportContext) -> list[ClaimResult]:
     out = []
-    for fn in all_claims():
+    for spec in all_claims():
         try:
-            out.append(fn(ctx))
+            out.append(spec.run(ctx))
         except PelabError:
             raise
         except Exception as e:  # a broken claim is shown, never hidden
-            cid = fn.__name__.upper()
             out.append(
                 ClaimResult(
-                    id=cid,
-                    title=f"{cid}: evidence could not be computed",
-                    claim="",
-                    source="",
-                    rule="",
-                    verdict="error",
+                    id=spec.id,
+                    title=f"{spec.title} (evidence could not be computed)",
+                    claim=spec.claim,
+                    source=spec.source,
+                    rule=spec.rule_for(ctx.floor, ctx.margin),
+                    verdict=ERROR,
                     key=f"{type(e).__name__}: {e}",
                     caveats=[traceback.format_exc(limit=3)],
                 )
@@ -217,12 +219,22 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         report_seconds=None,
         source=ctx.study.source,
         Table=Table,
+        answer=answer(claims),
+        scale=scale(ctx),
     )
     data["report_seconds"] = f"{time.perf_counter() - started:.0f}"
     html_path, md_path = folder / "report.html", folder / "report.md"
     html_path.write_text(env.get_template("report.html.j2").render(**data))
     md_path.write_text(env.get_template("report.md.j2").render(**data))
+    (folder / DOC).write_text(claims_markdown())
     (folder / "claims.json").write_text(
-        json.dumps([{"id": c.id, "verdict": c.verdict, "key": c.key, "runs": c.run_ids} for c in claims], indent=1)
+        json.dumps(
+            [
+                {"id": c.id, "verdict": c.verdict, "key": c.key, "metric": c.metric, "runs": c.run_ids, "rows": c.rows}
+                for c in claims
+            ],
+            indent=1,
+            default=float,
+        )
     )
     return html_path, md_path, claims

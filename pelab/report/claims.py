@@ -1,26 +1,36 @@
-"""Claims → evidence → verdict: the objects the report is made of, and the shared context.
+"""Claims → evidence → verdict: the claims registry, the objects the report is made of, and the shared context.
 
-Each claim of SCIENCE.md is a function ``(ReportContext) -> ClaimResult`` in one of
-``claims_training`` (comparisons of trained arms), ``claims_inside`` (analyses of
-encodings and trained models) and ``claims_pretrained`` (MiniLM). Every number in a
-ClaimResult is computed here from stored runs or from analyses of stored checkpoints;
-``run_ids`` lists the runs it came from.
+Each claim of SCIENCE.md is one declaration (``@claim(...)``: id, the claim in a sentence,
+who made it, its deciding metrics, its rule in words) on a function
+``(ReportContext, ClaimResult) -> ClaimResult`` in ``claims_training`` (comparisons of
+trained arms), ``claims_inside`` (analyses of encodings and trained models) or
+``claims_pretrained`` (MiniLM). The function gathers typed evidence from stored runs and
+stored checkpoints and hands it to a pure rule (``pelab.report.rules`` and the
+``rule_cN`` functions beside each claim), which returns the verdict; nothing else sets
+one. Adding a claim is adding a declaration. ``docs/claims.md`` is written from this
+registry (`pelab claims`), so the documentation and the code state one rule.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from pelab.report.evidence import ArmStats, Comparison
-from pelab.report.verdicts import REPORTED, TOO_SMALL, directional, equivalent
+from pelab.report.evidence import ArmStats
+from pelab.report.rules import ACC, Family, Row, Side, metric
+from pelab.report.verdicts import NO_INFO, TOO_SMALL
 from pelab.study.grid import Study
 
+#: The deciding metrics of a claim drawn from trained arms, in order: accuracy at the training size, and
+#: held-out loss when accuracy carries no information (both arms at the ceiling, or zero spread).
+CHAIN = ("acc", "loss")
+DOC = "claims.md"
 
 @dataclass
 class Table:
@@ -46,11 +56,74 @@ class ClaimResult:
     setup: str = ""
     verdict: str = "reported"
     key: str = ""
+    #: the deciding metric as it was used ("accuracy; held-out loss where accuracy sat at the ceiling")
+    metric: str = ""
+    #: where the rule is explained (relative to report.html)
+    doc: str = ""
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
+    #: every comparison behind the verdict, as claims.json records it
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of SCIENCE.md: what it says, who said it, how it is decided."""
+
+    id: str
+    title: str
+    claim: str
+    source: str
+    #: the deciding metrics in order (the next is read where the one before carries no information)
+    metrics: tuple[str, ...]
+    #: the rule in words; ``{floor}`` and ``{margin}`` are filled in from the study
+    rule: str
+    evaluate: Callable[[ReportContext, ClaimResult], ClaimResult]
+
+    @property
+    def number(self) -> int:
+        return int(self.id[1:])
+
+    def rule_for(self, floor: float, margin: float) -> str:
+        return self.rule.format(floor=f"{floor:.0%}", margin=f"±{100 * margin:g} pp")
+
+    def run(self, ctx: ReportContext) -> ClaimResult:
+        r = ClaimResult(
+            id=self.id,
+            title=self.title,
+            claim=self.claim,
+            source=self.source,
+            rule=self.rule_for(ctx.floor, ctx.margin),
+            doc=f"{DOC}#{self.id.lower()}",
+        )
+        return self.evaluate(ctx, r)
+
+
+REGISTRY: dict[str, Claim] = {}
+
+
+def claim(
+    id: str, title: str, claim: str, source: str, rule: str, metrics: tuple[str, ...] = ()
+) -> Callable[[Callable[[ReportContext, ClaimResult], ClaimResult]], Callable]:
+    """Declare a claim: registers it, in id order, with the function that gathers its evidence."""
+
+    def register(fn: Callable[[ReportContext, ClaimResult], ClaimResult]) -> Callable:
+        if id in REGISTRY:
+            raise ValueError(f"claim {id} declared twice")
+        REGISTRY[id] = Claim(id, title, claim, source, tuple(metrics), rule, fn)
+        return fn
+
+    return register
+
+
+def all_claims() -> list[Claim]:
+    """Every declared claim, C1 first."""
+    from pelab.report import claims_inside, claims_pretrained, claims_training  # noqa: F401  (they declare)
+
+    return sorted(REGISTRY.values(), key=lambda c: c.number)
 
 
 @dataclass
@@ -86,19 +159,47 @@ class ReportContext:
                 return str(run_id)
         return None
 
-    def analyse(self, name: str, run_id: str | None = None, **scheme: Any) -> dict[str, Any] | None:
-        """Run (or reuse) one analysis on a stored checkpoint or a scheme; None when impossible."""
+    def learned_runs(self, arm: pd.DataFrame) -> list[str]:
+        """Every finished run with a checkpoint of an arm that learned its task (mean accuracy at the floor or
+        above), lowest seed first; empty when the arm did not learn: analyses that feed a verdict read these."""
+        done = arm[arm.status == "done"].sort_values("seed")
+        if done.empty or "m.acc" not in done or not float(done["m.acc"].mean()) >= self.floor:
+            return []
+        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+
+    def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
+        """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached."""
+        from pelab.analysis import AnalysisInput, load_trained
+        from pelab.analysis.measures import MEASURES
+
+        key = json.dumps(["measure", name, run_id, at_init])
+        if key not in self.analyses:
+            model, run = load_trained(self.folder, run_id)
+            inputs = AnalysisInput.for_model(model, run)
+            if at_init:
+                inputs = replace(inputs, model=inputs.initial_model())
+            self.analyses[key] = MEASURES[name](inputs)
+        return self.analyses[key]
+
+    def analyse(
+        self, name: str, run_id: str | None = None, at_init: bool = False, **scheme: Any
+    ) -> dict[str, Any] | None:
+        """Run (or reuse) one analysis on a stored checkpoint (or, ``at_init``, on the same model before
+        training: same seed, same construction) or on a scheme alone."""
         from pelab.analysis import AnalysisInput, analysis, load_trained
         from pelab.config import PositionConfig
 
-        key = json.dumps([name, run_id, scheme], sort_keys=True, default=str)
+        key = json.dumps([name, run_id, at_init, scheme], sort_keys=True, default=str)
         if key in self.analyses:
             return self.analyses[key]
         label = "-".join(str(v) for k, v in sorted(scheme.items()) if k not in ("d", "length", "grid"))
-        out = self.analysis_dir / (f"{name}-{run_id}" if run_id else f"{name}-{label}-{scheme.get('d')}")
+        stem = f"{name}-{run_id}{'-init' if at_init else ''}"
+        out = self.analysis_dir / (stem if run_id else f"{name}-{label}-{scheme.get('d')}")
         if run_id is not None:
             model, run = load_trained(self.folder, run_id)
             inputs = AnalysisInput.for_model(model, run)
+            if at_init:
+                inputs = replace(inputs, model=inputs.initial_model())
         else:
             position = PositionConfig(**{k: v for k, v in scheme.items() if k not in ("d", "length", "grid")})
             inputs = AnalysisInput.for_scheme(position, scheme["d"], scheme["length"], scheme.get("grid"))
@@ -109,11 +210,17 @@ class ReportContext:
 
 
 # --- formatting ---------------------------------------------------------------------
-def pct(x: float) -> str:
+def pct(x: float | None) -> str:
     return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
 
 
+def clip(lo: float, hi: float, bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+    """An interval of a bounded metric, for display: never past the metric's range."""
+    return (max(lo, bounds[0]), min(hi, bounds[1]))
+
+
 def pp(mean: float, lo: float, hi: float) -> str:
+    """A difference of accuracies in percentage points (differences are not clipped: they live in [-1, 1])."""
     if math.isnan(mean):
         return "–"
     if math.isnan(lo):
@@ -121,41 +228,73 @@ def pp(mean: float, lo: float, hi: float) -> str:
     return f"{100 * mean:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}]"
 
 
+def interval_cell(mean: float, lo: float, hi: float, key: str = "acc") -> str:
+    """An arm's mean and 95% interval over seeds, clipped to the metric's range."""
+    m = metric(key)
+    if math.isnan(mean):
+        return "–"
+    if math.isnan(lo):
+        return m.fmt_value(mean)
+    lo, hi = clip(lo, hi, m.bounds)
+    return f"{m.fmt_value(mean)} [{m.fmt_value(lo)}, {m.fmt_value(hi)}]"
+
+
+def side_cell(s: Side, key: str = "acc") -> str:
+    from pelab.study.stats import t_interval
+
+    values = list(s.of(key).values())
+    if not values:
+        return f"{s.label}: no finished run"
+    return f"{s.label}: {interval_cell(*t_interval(values), key)}"
+
+
 def arm_cell(a: ArmStats) -> str:
     if not a.seeds:
         return "no finished run"
-    if math.isnan(a.lo):
-        return pct(a.mean)
-    return f"{pct(a.mean)} [{pct(a.lo)}, {pct(a.hi)}]"
+    return interval_cell(a.mean, a.lo, a.hi)
 
 
-def comparison_table(
-    title: str, comparisons: list[Comparison], where_keys: list[str], verdicts: list[str] | None = None
-) -> Table:
-    """One row per comparison: the held-equal keys, both arms, the paired difference, size, verdict."""
-    verdicts = verdicts if verdicts is not None else [REPORTED] * len(comparisons)
+def _level(row: Row) -> str:
+    return "95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)"
+
+
+def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict[str, str] | None = None) -> Table:
+    """One row per comparison: held-equal keys, both arms (accuracy, and the deciding metric when it is
+    another), the metric that decided, the paired difference at the level that decided it, size, verdict."""
+    words = words or {}
     rows = []
-    for c, v in zip(comparisons, verdicts, strict=True):
+    for row in fam.rows:
+        c, t = row.comparison, row.test
+        cells = [side_cell(c.a), side_cell(c.b)]
+        if t is not None and t.metric.key != "acc":
+            cells = [f"{cell}; {side_cell(s, t.metric.key).split(': ', 1)[1]} {t.metric.label}"
+                     for cell, s in zip(cells, (c.a, c.b), strict=True)]  # fmt: skip
+        decided = t.metric.label if t is not None else "–"
+        if row.skipped and t is not None:
+            decided += f" ({'; '.join(row.skipped)})"
         rows.append(
             [
-                c.where(where_keys),
-                f"{c.a.label}: {arm_cell(c.a)}",
-                f"{c.b.label}: {arm_cell(c.b)}",
-                pp(c.diff, c.lo, c.hi),
-                str(c.pairs),
+                c.place(list(where_keys)),
+                *cells,
+                decided,
+                row.describe() if t is not None else "; ".join(row.skipped) or "–",
+                _level(row) if t is not None else "–",
+                str(min(c.a.seeds(), c.b.seeds())),
                 f"{c.a.params:,} / {c.b.params:,}",
                 f"{c.a.flops:,} / {c.b.flops:,}",
-                v,
+                words.get(row.verdict, row.verdict),
             ]
         )
-    return Table(title, COMPARISON_COLUMNS, rows)
+    return Table(f"{title} — {fam.explain()}", FAMILY_COLUMNS, rows)
 
 
-COMPARISON_COLUMNS = [
+FAMILY_COLUMNS = [
     "held equal",
-    "arm A",
+    "arm A (accuracy [95% CI])",
     "arm B",
-    "A − B [95% CI]",
+    "deciding metric",
+    "A − B [interval]",
+    "interval level",
     "seeds",
     "params A / B",
     "FLOPs/token A / B",
@@ -163,27 +302,54 @@ COMPARISON_COLUMNS = [
 ]
 
 
-def learned(c: Comparison, floor: float) -> bool:
-    return c.a.learned(floor) and c.b.learned(floor)
+def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
+    """A family's rows as claims.json stores them: enough to check a verdict without the report."""
+    out = []
+    for row in fam.rows:
+        c, t = row.comparison, row.test
+        out.append(
+            {
+                "family": label,
+                "where": {k: (v.item() if hasattr(v, "item") else v) for k, v in c.where.items()},
+                "a": c.a.label,
+                "b": c.b.label,
+                "a_acc": c.a.mean("acc"),
+                "b_acc": c.b.mean("acc"),
+                "metric": t.metric.key if t is not None else None,
+                "diff": t.mean if t is not None else None,
+                "lo": row.interval[0] if t is not None else None,
+                "hi": row.interval[1] if t is not None else None,
+                "level": row.level,
+                "skipped": row.skipped,
+                "verdict": row.verdict,
+            }
+        )
+    return out
 
 
-def directional_verdict(c: Comparison, ctx: ReportContext, direction: int = 1) -> str:
-    if not learned(c, ctx.floor):
-        return TOO_SMALL
-    return directional(c.lo, c.hi, ctx.margin, direction)
+def used_metrics(*families: Family) -> str:
+    """The deciding metric as it was used across a claim's comparisons, for the reader."""
+    used: dict[str, int] = {}
+    skipped = 0
+    for fam in families:
+        for row in fam.rows:
+            if row.test is not None:
+                used[row.test.metric.label] = used.get(row.test.metric.label, 0) + 1
+                skipped += bool(row.skipped)
+            elif row.verdict == NO_INFO:
+                used["no informative metric"] = used.get("no informative metric", 0) + 1
+    if not used:
+        return ""
+    text = ", ".join(f"{k} ({n} comparison{'s' if n > 1 else ''})" for k, n in used.items())
+    if skipped:
+        text += f"; {skipped} fell back from {ACC.label}, which carried no information there"
+    return text
 
 
-def equivalence_verdict(c: Comparison, ctx: ReportContext) -> str:
-    if not learned(c, ctx.floor):
-        return TOO_SMALL
-    return equivalent(c.lo, c.hi, ctx.margin)
+def runs_of(*families: Family) -> list[str]:
+    return sorted({r for fam in families for row in fam.rows for r in row.comparison.run_ids()})
 
 
-def all_claims() -> list[Any]:
-    from pelab.report import claims_inside, claims_pretrained, claims_training
-
-    order = {}
-    for module in (claims_inside, claims_training, claims_pretrained):
-        for fn in module.CLAIMS:
-            order[fn.__name__] = fn
-    return [order[f"c{i}"] for i in range(1, 18) if f"c{i}" in order]
+def learned_rows(fam: Family) -> list[Row]:
+    """Rows whose arms both learned: the only ones a key figure may quote."""
+    return [r for r in fam.rows if r.verdict != TOO_SMALL]

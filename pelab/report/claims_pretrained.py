@@ -1,34 +1,51 @@
 """Claims that need a real pretrained model (MiniLM): C9 and C16.
 
 The numbers come from ``pelab.pretrained.report``: MiniLM's tables are measured when
-the report is built (no training), and C9's frozen-word-vector runs are trained by
-`pelab study` when the study file has a ``[pretrained]`` table, stored under the
-study's ``analyses/pretrained/c9`` and reused by every later report.
+the report is built (no training) and cached under the study's ``analyses/pretrained``.
+C9's frozen-word-vector arms are ordinary ``[[grid]]``s of the study (see
+``pelab.pretrained.frozen.grids_toml``), trained by `pelab study` with every other run.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
-from pelab.report.claims import ClaimResult, Figure, ReportContext, Table
+import pandas as pd
+
+from pelab.errors import PelabError
+from pelab.report.claims import (
+    CHAIN,
+    ClaimResult,
+    Figure,
+    ReportContext,
+    Table,
+    claim,
+    family_table,
+    row_records,
+    runs_of,
+    used_metrics,
+)
+from pelab.report.claims_training import arm_figure, key_of
+from pelab.report.evidence import compare, compare_wide
+from pelab.report.rules import Comparison, Family, family
 from pelab.report.verdicts import INCONCLUSIVE, REPORTED
-
-PRETRAINED_KEYS = ("seeds", "steps", "batch_size", "length", "d", "d_position", "n_layers", "n_heads", "lr")
 
 
 def folder(ctx_folder: Path) -> Path:
     return ctx_folder / "analyses" / "pretrained"
 
 
-def run_pretrained(study_folder: Path, settings: dict[str, Any] | None) -> dict | None:
-    """Measure MiniLM and, when ``settings`` is given, train C9's arms (skipping stored runs)."""
-    from pelab.pretrained.frozen import Budget
+def run_pretrained(study_folder: Path, settings: None = None) -> dict | None:
+    """MiniLM's numbers for a study's report: measured once into its folder, cached; trains nothing.
+
+    ``settings`` is what C9's budget used to be; it must be None now (C9's arms are the study's grids).
+    """
     from pelab.pretrained.report import load_or_measure
 
-    budget = Budget(**settings) if settings is not None else None
-    return load_or_measure(folder(study_folder), budget)
+    if settings is not None:
+        raise PelabError("pretrained: C9's runs are ordinary [[grid]]s of the study now; nothing trains here")
+    return load_or_measure(folder(study_folder))
 
 
 def _f(x: float | None, digits: int = 3) -> str:
@@ -42,65 +59,77 @@ def _missing(r: ClaimResult, why: str) -> ClaimResult:
     return r
 
 
-def c9(ctx: ReportContext) -> ClaimResult:
-    r = ClaimResult(
-        id="C9",
-        title="Adding a position encoding to pretrained (frozen) word vectors damages them",
-        claim="Frozen pretrained word vectors carry meaning in all their dimensions; adding positions on top "
-        "corrupts it, while concatenating leaves it intact.",
-        source="an answer to the question",
-        rule="supported when add trails a concat arm beyond the 95% interval (arms above the floor)",
-    )
-    numbers = ctx.analyses.get("pretrained")
-    if numbers is None:
-        return _missing(r, "MiniLM is not installed: pip install 'pelab[pretrained]' and rebuild the report")
-    c9 = numbers.get("c9")
-    if c9 is None:
-        return _missing(r, "this study has no [pretrained] table, so C9's runs were not trained")
-    b = c9["budget"]
+def rule_c9(comps: list[Comparison], floor: float, margin: float) -> Family:
+    """C9: concatenation beats addition at equal width (concat_split against add at d, concat_wide against add at
+    d + d_position) on some comparison, beyond the Holm-corrected interval, arms above the study's floor."""
+    return family(comps, CHAIN, floor, margin, kind="better", combine="any")
+
+
+def c9_frame(ctx: ReportContext) -> pd.DataFrame:
+    f = ctx.frame
+    if "model.token_table" not in f:
+        return f.iloc[0:0]
+    return f[(f["task.name"] == "wordorder") & (f["model.token_table"] == "minilm")]
+
+
+@claim(
+    "C9",
+    "Adding a position encoding to pretrained (frozen) word vectors damages them",
+    "Frozen pretrained word vectors carry meaning in all their dimensions; adding positions on top corrupts it, "
+    "while concatenating leaves it intact.",
+    "an answer to the question",
+    "supported when add trails a concat arm at equal width (concat_split against add at d; concat_wide against add "
+    "at its total width d + d_position) beyond the Holm-corrected interval on some comparison, both arms above the "
+    "study's floor ({floor}); not supported when every informative comparison is within the margin ({margin}) or "
+    "favours add; deciding metric: accuracy, then held-out loss",
+    metrics=CHAIN,
+)
+def c9(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
+    wo = c9_frame(ctx)
+    if wo.empty:
+        r.verdict = INCONCLUSIVE
+        r.key = "this study has no wordorder runs on MiniLM's frozen word vectors (see the quick preset's C9 grids)"
+        r.caveats.append(r.key)
+        return r
+    comps = []
+    for scheme in dict.fromkeys(wo["model.position.scheme"]):
+        sub = wo[wo["model.position.scheme"] == scheme]
+        comps += compare(sub, ["model.combine"], ("concat_split",), ("add",))
+        comps += compare_wide(sub)
+    fam = rule_c9(comps, ctx.floor, ctx.margin)
+    r.verdict = fam.verdict
+    first = ctx.study.runs[[x.run_id for x in ctx.study.runs].index(wo.run_id.iloc[0])]
+    t, m = first.task, first.model
     r.setup = (
-        f"task wordorder (a real paragraph's first {b['length']} MiniLM word pieces, forwards or reversed; chance "
-        f"50%); MiniLM's frozen word vectors; {b['seeds']} seeds, {b['steps']} steps of {b['batch_size']}, "
-        f"{b['n_layers']} layer(s), d={b['d']}, d_position={b['d_position']}. Word vectors narrower than 384 are a "
-        "fixed PCA of the table; all are scaled to unit RMS."
+        f"task wordorder (a real paragraph's first {t.length} MiniLM word pieces, forwards or reversed; chance 50%); "
+        f"MiniLM's frozen word vectors; seeds {', '.join(map(str, ctx.study.seeds))}, {first.train.steps} steps of "
+        f"{first.train.batch_size}, {m.n_layers} layer(s). Word vectors narrower than 384 are a fixed PCA of the "
+        "table; all are scaled to unit RMS. Parameters are trainable ones."
     )
-    r.tables.append(
-        Table(
-            "Accuracy per arm (mean over seeds [95% interval])",
-            ["arm", "d_token", "d_model", "accuracy", "seeds", "trainable params", "FLOPs/token"],
-            [
-                [label, str(a["d_token"]), str(a["d_model"]), f"{_f(a['acc'])} [{_f(a['acc_lo'])}, {_f(a['acc_hi'])}]",
-                 str(a["seeds"]), f"{a['params']:,}", f"{a['flops_per_token']:,}"]
-                for label, a in c9["arms"].items()
-            ],
-        )
-    )  # fmt: skip
-    r.tables.append(
-        Table(
-            "Paired differences, concat arm − add arm",
-            ["comparison", "difference [95% CI]", "seeds", "verdict"],
-            [[f"{c['arm']} − {c['baseline']}", f"{_f(c['diff'])} [{_f(c['lo'])}, {_f(c['hi'])}]", str(c["seeds"]),
-              c["verdict"]] for c in c9["comparisons"]],
-        )
-    )  # fmt: skip
-    r.verdict = c9["verdict"]
-    best = max(c9["comparisons"], key=lambda c: c["diff"] if c["diff"] is not None else -1, default=None)
-    if best:
-        r.key = f"largest concat − add: {_f(best['diff'])} [{_f(best['lo'])}, {_f(best['hi'])}] ({best['arm']})"
-    r.caveats.append("'Supported if any comparison is' over several comparisons raises the chance of a false positive.")
+    r.tables.append(family_table("concat arm (A) against add at the same width (B)", fam,
+                                 ["model.position.scheme", "model.d", "width"]))  # fmt: skip
+    control = wo[wo["model.combine"] == "none"]
+    if not control.empty:
+        acc = control[control.status == "done"]["m.acc"]
+        r.notes.append(f"Control without positions (must sit near 50%): {100 * acc.mean():.1f}% over {len(acc)} seeds.")
+    r.figures.append(arm_figure(ctx, wo, "wordorder", "c9", "wordorder on frozen MiniLM vectors: accuracy per arm"))
+    r.key = key_of(fam, ["model.position.scheme", "model.d", "width"])
+    r.metric = used_metrics(fam)
+    r.run_ids = runs_of(fam)
+    r.rows = row_records(fam, "concat beats add")
     return r
 
 
-def c16(ctx: ReportContext) -> ClaimResult:
-    r = ClaimResult(
-        id="C16",
-        title="Learned absolute positions in pretrained models encode absolute and relative position",
-        claim="A pretrained model's position vectors let a linear probe recover absolute position and the "
-        "order of two positions.",
-        source='Wang & Chen 2020, "What do position embeddings learn?" (EMNLP)',
-        rule="report the probes' error and accuracy beside chance and a shuffled control",
-        verdict=REPORTED,
-    )
+@claim(
+    "C16",
+    "Learned absolute positions in pretrained models encode absolute and relative position",
+    "A pretrained model's position vectors let a linear probe recover absolute position and the order of two "
+    "positions.",
+    'Wang & Chen 2020, "What do position embeddings learn?" (EMNLP)',
+    "reported: the probes' error and accuracy beside chance and a shuffled control",
+)
+def c16(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
+    r.verdict = REPORTED
     numbers = ctx.analyses.get("pretrained")
     if numbers is None:
         return _missing(r, "MiniLM is not installed: pip install 'pelab[pretrained]' and rebuild the report")
@@ -152,6 +181,3 @@ def c16(ctx: ReportContext) -> ClaimResult:
         if (base / name).exists():
             r.figures.append(Figure(title, base / name))
     return r
-
-
-CLAIMS = [c9, c16]

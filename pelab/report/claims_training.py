@@ -1,64 +1,162 @@
-"""Claims settled by training arms against each other: C5, C6, C7, C12, C13, C14, C17."""
+"""Claims settled by training arms against each other: C5, C6, C7, C12, C13, C14, C17.
+
+Each claim gathers its comparisons from the runs frame (``evidence.compare``: everything
+but the compared axis held equal, seeds paired) and hands them to a pure rule
+(``rule_cN``, built on ``rules.family``), which reads each comparison on the first
+informative metric of ``CHAIN`` and applies Holm–Bonferroni where a claim says "on some".
+"""
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 
 from pelab.report.claims import (
+    CHAIN,
     ClaimResult,
     Figure,
     ReportContext,
     Table,
-    arm_cell,
-    comparison_table,
-    directional_verdict,
-    equivalence_verdict,
-    pp,
+    claim,
+    family_table,
+    interval_cell,
+    learned_rows,
+    row_records,
+    runs_of,
+    used_metrics,
 )
-from pelab.report.evidence import arms_table, compare
+from pelab.report.evidence import arms_table, compare, compare_wide
 from pelab.report.figures import arms_plot
-from pelab.report.verdicts import INCONCLUSIVE, REPORTED, combine_all, combine_any
+from pelab.report.rules import Comparison, Family, family
+from pelab.report.verdicts import EXACT, NO_INFO, REPORTED, SUPPORTED, TOO_SMALL
+from pelab.study.stats import t_interval
 
-WHERE = ["task.name", "model.position.scheme", "model.combine", "model.d"]
 ARM = ["model.position.scheme", "model.combine"]
+WHERE = ["task.name", "model.position.scheme", "model.d"]
+
+
+# --- the pure rules -----------------------------------------------------------------------
+def rule_c6(comps: list[Comparison], floor: float, margin: float) -> Family:
+    """C6: concat_split beats add at equal width on *some* comparison (Holm across them)."""
+    return family(comps, CHAIN, floor, margin, kind="better", combine="any")
+
+
+def rule_c7(comps: list[Comparison], floor: float, margin: float) -> Family:
+    """C7: learned ≈ sinusoidal within the margin on *every* comparison."""
+    return family(comps, CHAIN, floor, margin, kind="equivalent", combine="all")
+
+
+def rule_reported(comps: list[Comparison], floor: float, margin: float) -> Family:
+    """Claims reported without a verdict still say, per comparison, whether A beats B (Holm across them)."""
+    return family(comps, CHAIN, floor, margin, kind="better", combine="any")
+
+
+# --- helpers ------------------------------------------------------------------------------
+def position_frame(ctx: ReportContext) -> pd.DataFrame:
+    """Runs that compare ways to bring in *position*: no segment task (C13) and no frozen MiniLM table (C9)."""
+    f = ctx.frame
+    keep = pd.Series(True, index=f.index)
+    if "model.n_segments" in f:
+        keep &= f["model.n_segments"].fillna(0) == 0
+    if "model.token_table" in f:
+        keep &= f["model.token_table"].isna()
+    return f[keep]
 
 
 def _tasks(frame: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(frame["task.name"])) if "task.name" in frame else []
 
 
-def _arm_figure(ctx: ReportContext, frame: pd.DataFrame, task: str, metric: str, name: str, title: str) -> Figure:
+def chance(frame: pd.DataFrame) -> float | None:
+    """Accuracy of guessing uniformly among the model's outputs."""
+    if "model.n_outputs" not in frame or frame.empty:
+        return None
+    return 1.0 / float(frame["model.n_outputs"].max())
+
+
+def arm_figure(ctx: ReportContext, frame: pd.DataFrame, task: str, name: str, title: str) -> Figure:
     sub = frame[frame["task.name"] == task]
     keys = ARM + (["model.d"] if sub["model.d"].nunique() > 1 else [])
-    arms = arms_table(sub, keys, metric)
-    path = arms_plot(ctx.figures / f"{name}-{task}.png", arms, title, xlabel=metric.replace("_", " "))
-    return Figure(title, path, "mean over seeds with its 95% t-interval; parameters in brackets")
+    arms = arms_table(sub, keys, "acc")
+    path = arms_plot(
+        ctx.figures / f"{name}-{task}.png", arms, title, xlabel="accuracy", chance=chance(sub), floor=ctx.floor
+    )
+    return Figure(title, path, "mean over seeds with its 95% t-interval; parameters in brackets; floor and chance")
 
 
-def _runs(comparisons: list) -> list[str]:
-    return sorted({r for c in comparisons for r in c.a.run_ids + c.b.run_ids})
+def key_of(fam: Family, keys: list[str], best: bool = True) -> str:
+    """The key figure: the most telling learned comparison (never one below the floor)."""
+    rows = [r for r in learned_rows(fam) if r.test is not None]
+    if not rows:
+        if any(r.verdict == NO_INFO for r in fam.rows):
+            return "every learned comparison at a ceiling: " + "; ".join(fam.rows[0].skipped)
+        return "no comparison with both arms above the floor"
+    row = max(rows, key=lambda r: r.test.sign * r.test.mean) if best else rows[0]
+    return f"{row.comparison.place(keys)}: {row.describe()}"
 
 
-def c5(ctx: ReportContext) -> ClaimResult:
-    from pelab.sizes import combiner_sizes
+def _finish(r: ClaimResult, ctx: ReportContext, families: dict[str, Family]) -> None:
+    r.metric = used_metrics(*families.values())
+    r.run_ids = runs_of(*families.values())
+    r.rows = [rec for label, fam in families.items() for rec in row_records(fam, label)]
+
+
+# --- claims -------------------------------------------------------------------------------
+@claim(
+    "C5",
+    "Concatenation costs more parameters and computation",
+    "Concatenating a position vector widens the input, so it costs parameters and FLOPs; adding is free.",
+    "a common answer to the question",
+    "exact counts from the model itself, for every combiner at the same d and for add at concat_wide's total "
+    "width; no verdict needed beyond the table",
+)
+def c5(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
+    from pelab.config import ModelConfig, build
+    from pelab.model import Transformer
+    from pelab.sizes import CombinerSize, combiner_sizes
     from pelab.tasks import make_task
 
-    r = ClaimResult(
-        id="C5",
-        title="Concatenation costs more parameters and computation",
-        claim="Concatenating a position vector widens the input, so it costs parameters and FLOPs; adding is free.",
-        source="a common answer to the question",
-        rule="exact counts from the model itself; no verdict needed beyond the table",
-        verdict="exact",
+    r.verdict = EXACT
+    template = next(
+        (run for run in ctx.study.runs if run.model.vocab_size and run.model.token_table is None), ctx.study.runs[0]
     )
-    template = next((run for run in ctx.study.runs if run.model.vocab_size), ctx.study.runs[0])
     task = make_task(template.task)
     T = task.seq_len(task.n)
+    sizes = combiner_sizes(template.model, T)
+    wide = next(x for x in sizes if x.combine == "concat_wide")
+    base = sizes[0]
+    wide_cfg = build(ModelConfig, **{**template.model.model_dump(), "d": wide.d_model, "combine": "add"})
+    wide_model = Transformer(wide_cfg)
+    at_width = CombinerSize("add", wide_cfg.position.scheme, wide.d_model, 0, wide.d_model,
+                            wide_model.num_parameters(), wide_model.flops_per_token(T), 0.0, 0.0)  # fmt: skip
     rows = [
-        [x.combine, x.position, str(x.d_token), str(x.d_position), str(x.d_model), f"{x.params:,}",
-         f"{x.params_vs_add:.3f}", f"{x.flops_per_token:,}", f"{x.flops_vs_add:.3f}"]
-        for x in combiner_sizes(template.model, T)
-    ]  # fmt: skip
+        [
+            x.combine,
+            x.position,
+            str(x.d_token),
+            str(x.d_position),
+            str(x.d_model),
+            f"{x.params:,}",
+            f"{x.params_vs_add:.3f}",
+            f"{x.flops_per_token:,}",
+            f"{x.flops_vs_add:.3f}",
+        ]
+        for x in sizes
+    ]
+    rows.append(
+        [
+            f"add at concat_wide's width (d={wide.d_model})",
+            at_width.position,
+            str(at_width.d_token),
+            str(at_width.d_position),
+            str(at_width.d_model),
+            f"{at_width.params:,}",
+            f"{at_width.params / base.params:.3f}",
+            f"{at_width.flops_per_token:,}",
+            f"{at_width.flops_per_token / base.flops_per_token:.3f}",
+        ]
+    )
     m = template.model
     r.setup = (
         f"task {template.task.name} (sequence length {T}), d={m.d}, {m.n_layers} layers, {m.n_heads} heads, "
@@ -72,142 +170,152 @@ def c5(ctx: ReportContext) -> ClaimResult:
             rows,
         )
     )
-    wide = next(row for row in rows if row[0] == "concat_wide")
-    split = next(row for row in rows if row[0] == "concat_split")
-    r.key = f"concat_wide ×{wide[6]} params, ×{wide[8]} FLOPs; concat_split ×{split[6]} / ×{split[8]}"
+    split = next(x for x in sizes if x.combine == "concat_split")
+    r.key = (
+        f"concat_wide ×{wide.params_vs_add:.3f} params, ×{wide.flops_vs_add:.3f} FLOPs; concat_split "
+        f"×{split.params_vs_add:.3f} / ×{split.flops_vs_add:.3f}; add at concat_wide's width "
+        f"×{at_width.params / base.params:.3f} / ×{at_width.flops_per_token / base.flops_per_token:.3f}"
+    )
     r.notes.append(
         "Only concat_wide (and, slightly, concat_project) costs more: concat_split keeps the width, so its "
-        "layers cost the same and its embeddings are a little smaller."
+        "layers cost the same and its embeddings are a little smaller. C6 sets concat_wide against add at the "
+        "same total width, so a gain can be told apart from the size."
     )
     return r
 
 
-def c6(ctx: ReportContext) -> ClaimResult:
-    r = ClaimResult(
-        id="C6",
-        title="Concatenation can beat addition without making the model bigger",
-        claim="[x ; p] with a smaller token part (same model width) learns better than x + p.",
-        source="the question's proposal",
-        rule="supported when concat_split − add is above 0 beyond the 95% interval on some task "
-        f"(both arms above the floor of {ctx.floor:.0%} accuracy)",
-    )
-    comps = compare(ctx.frame, ["model.combine"], ("concat_split",), ("add",))
-    verdicts = [directional_verdict(c, ctx) for c in comps]
-    r.verdict = combine_any(verdicts) if comps else INCONCLUSIVE
-    r.tables.append(
-        comparison_table(
-            "concat_split (A) against add (B), all else equal",
-            comps,
-            ["task.name", "model.position.scheme", "model.d"],
-            verdicts,
-        )
-    )
-    wide = compare(ctx.frame, ["model.combine"], ("concat_wide",), ("add",))
-    if wide:
+@claim(
+    "C6",
+    "Concatenation can beat addition without making the model bigger",
+    "[x ; p] with a smaller token part (same model width) learns better than x + p.",
+    "the question's proposal",
+    "supported when concat_split − add is above 0 beyond the Holm-corrected interval on some comparison (both "
+    "arms above the floor of {floor}); not supported when every informative comparison has add ahead or the two "
+    "within the margin ({margin} accuracy, ±2% relative loss); deciding metric: accuracy, then held-out loss "
+    "where accuracy carries no information",
+    metrics=CHAIN,
+)
+def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
+    frame = position_frame(ctx)
+    fam = rule_c6(compare(frame, ["model.combine"], ("concat_split",), ("add",)), ctx.floor, ctx.margin)
+    wide = rule_reported(compare_wide(frame), ctx.floor, ctx.margin)
+    r.verdict = fam.verdict
+    r.tables.append(family_table("concat_split (A) against add (B), all else equal", fam, WHERE))
+    if wide.rows:
         r.tables.append(
-            comparison_table(
-                "For size: concat_wide (A, a bigger model) against add (B)",
+            family_table(
+                "For size: concat_wide (A, d + d_position wide) against add at the same total width (B); verdict: "
+                "does concat_wide beat a model as wide as itself",
                 wide,
-                ["task.name", "model.position.scheme", "model.d"],
-                [directional_verdict(c, ctx) for c in wide],
+                ["task.name", "model.position.scheme", "width"],
             )
         )
-    for task in _tasks(ctx.frame[ctx.frame["model.combine"].isin(["add", "concat_split"])]):
-        r.figures.append(_arm_figure(ctx, ctx.frame, task, "acc", "arms", f"{task}: accuracy per arm"))
-    best = max(comps, key=lambda c: c.diff if c.diff == c.diff else -1, default=None)
-    r.key = (
-        f"largest gap {pp(best.diff, best.lo, best.hi)} ({best.where(['task.name', 'model.position.scheme'])})"
-        if best
-        else "no pairs"
-    )
-    r.setup = f"{len(comps)} paired comparisons; parameters of both arms beside each"
-    r.run_ids = _runs(comps + wide)
-    r.caveats.append("Small synthetic tasks saturate: when both arms reach ~100%, the interval is tight around 0.")
+    for task in _tasks(frame[frame["model.combine"].isin(["add", "concat_split"])]):
+        r.figures.append(arm_figure(ctx, frame, task, "arms", f"{task}: accuracy per arm"))
+    r.key = key_of(fam, WHERE)
+    r.setup = f"{len(fam.rows)} paired comparisons over tasks, schemes and widths; parameters of both arms beside each"
+    _finish(r, ctx, {"concat_split vs add": fam, "concat_wide vs add at its width": wide})
     return r
 
 
-def c7(ctx: ReportContext) -> ClaimResult:
-    r = ClaimResult(
-        id="C7",
-        title="The kind of position encoding matters little (learned ≈ sinusoidal)",
-        claim="Learned and sinusoidal absolute positions give nearly identical results.",
-        source='Vaswani et al. 2017, "Attention is all you need", Table 3 row (E)',
-        rule=f"equivalence: supported when learned − sinusoidal lies within ±{100 * ctx.margin:.0f} pp on every "
-        "task (both arms above the floor)",
-    )
-    added = ctx.frame[ctx.frame["model.combine"] == "add"]
-    comps = compare(added, ["model.position.scheme"], ("learned",), ("sinusoidal",))
-    verdicts = [equivalence_verdict(c, ctx) for c in comps]
-    r.verdict = combine_all(verdicts) if comps else INCONCLUSIVE
-    r.tables.append(
-        comparison_table("learned (A) against sinusoidal (B), both added", comps, ["task.name", "model.d"], verdicts)
-    )
-    nope = compare(ctx.frame, ARM, ("none", "none"), ("sinusoidal", "add"))
-    if nope:
+@claim(
+    "C7",
+    "The kind of position encoding matters little (learned ≈ sinusoidal)",
+    "Learned and sinusoidal absolute positions give nearly identical results.",
+    'Vaswani et al. 2017, "Attention is all you need", Table 3 row (E)',
+    "equivalence: supported when learned − sinusoidal (both added) lies within the margin ({margin} accuracy, "
+    "±2% relative loss) on every comparison whose arms learned (floor {floor}); not supported when it lies wholly "
+    "outside on some comparison (Holm-corrected); deciding metric: accuracy, then held-out loss",
+    metrics=CHAIN,
+)
+def c7(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
+    frame = position_frame(ctx)
+    added = frame[frame["model.combine"] == "add"]
+    fam = rule_c7(compare(added, ["model.position.scheme"], ("learned",), ("sinusoidal",)), ctx.floor, ctx.margin)
+    r.verdict = fam.verdict
+    r.tables.append(family_table("learned (A) against sinusoidal (B), both added", fam, ["task.name", "model.d"]))
+    rotary = rule_reported(compare(frame, ARM, ("rotary", "none"), ("sinusoidal", "add")), ctx.floor, ctx.margin)
+    if rotary.rows:
         r.tables.append(
-            comparison_table(
+            family_table(
+                "For reference: rotary (A) against sinusoidal + add (B); verdict: A better",
+                rotary,
+                ["task.name", "model.d"],
+            )
+        )
+    nope = rule_reported(compare(frame, ARM, ("none", "none"), ("sinusoidal", "add")), ctx.floor, ctx.margin)
+    if nope.rows:
+        r.tables.append(
+            family_table(
                 "For reference: no position at all (A) against sinusoidal + add (B)", nope, ["task.name", "model.d"]
             )
         )
-    r.key = "; ".join(f"{c.group.get('task.name')}: {pp(c.diff, c.lo, c.hi)}" for c in comps[:3])
-    r.run_ids = _runs(comps + nope)
+    r.key = key_of(fam, ["task.name", "model.d"], best=False)
+    _finish(r, ctx, {"learned vs sinusoidal": fam, "rotary vs sinusoidal": rotary, "none vs sinusoidal": nope})
     return r
 
 
-def c12(ctx: ReportContext) -> ClaimResult:
-    r = ClaimResult(
-        id="C12",
-        title="Position can be combined multiplicatively (rotary) rather than additively",
-        claim="Rotating queries and keys by position (RoPE) is an alternative to adding or concatenating.",
-        source="Su et al. 2021 (RoFormer); answers pointing at 'vector-matrix multiplication'",
-        rule="report rotary against add and concat_split with intervals",
-        verdict=REPORTED,
-    )
+@claim(
+    "C12",
+    "Position can be combined multiplicatively (rotary) rather than additively",
+    "Rotating queries and keys by position (RoPE) is an alternative to adding or concatenating.",
+    "Su et al. 2021 (RoFormer); answers pointing at 'vector-matrix multiplication'",
+    "reported: rotary against add (sinusoidal, learned) and concat_split with intervals and parameters beside "
+    "each; says whether rotary beats add beyond the Holm-corrected interval on some comparison",
+    metrics=CHAIN,
+)
+def c12(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
+    frame = position_frame(ctx)
     comps = []
     for base in (("sinusoidal", "add"), ("learned", "add"), ("sinusoidal", "concat_split")):
-        comps += compare(ctx.frame, ARM, ("rotary", "none"), base)
-    r.tables.append(comparison_table("rotary (A) against input schemes (B)", comps, ["task.name", "model.d"]))
-    r.key = "; ".join(f"{c.group.get('task.name')} vs {c.b.label}: {pp(c.diff, c.lo, c.hi)}" for c in comps[:2])
-    r.run_ids = _runs(comps)
+        comps += compare(frame, ARM, ("rotary", "none"), base)
+    fam = rule_reported(comps, ctx.floor, ctx.margin)
+    r.verdict = REPORTED
+    r.tables.append(
+        family_table("rotary (A) against input schemes (B); verdict: A better", fam, ["task.name", "model.d"])
+    )
+    beats = [row for row in fam.rows if row.verdict == SUPPORTED]
+    r.key = f"rotary beats an input scheme on {len(beats)} of {len(learned_rows(fam))} learned comparisons; " + key_of(
+        fam, ["task.name"]
+    )
+    _finish(r, ctx, {"rotary vs input schemes": fam})
     return r
 
 
-def c13(ctx: ReportContext) -> ClaimResult:
-    r = ClaimResult(
-        id="C13",
-        title="BERT sums token, segment and position embeddings",
-        claim="Adding segment embeddings mixes different 'units'; concatenating them keeps them apart.",
-        source="Devlin et al. 2019 (BERT); the question's follow-ups",
-        rule="report segment embeddings added against concatenated, with the interval",
-        verdict=REPORTED,
-    )
-    seg = ctx.frame[ctx.frame.get("model.n_segments", pd.Series(0, index=ctx.frame.index)).fillna(0) > 0]
-    comps = compare(seg, ["model.combine"], ("concat_split",), ("add",))
-    r.tables.append(
-        comparison_table(
-            "segments concatenated (A) against added (B)", comps, ["task.name", "model.position.scheme", "model.d"]
-        )
-    )
+@claim(
+    "C13",
+    "BERT sums token, segment and position embeddings",
+    "Adding segment embeddings mixes different 'units'; concatenating them keeps them apart.",
+    "Devlin et al. 2019 (BERT); the question's follow-ups",
+    "reported: segment embeddings concatenated against added, with the interval on the deciding metric",
+    metrics=CHAIN,
+)
+def c13(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
+    f = ctx.frame
+    seg = f[f["model.n_segments"].fillna(0) > 0] if "model.n_segments" in f else f.iloc[0:0]
+    fam = rule_reported(compare(seg, ["model.combine"], ("concat_split",), ("add",)), ctx.floor, ctx.margin)
+    r.verdict = REPORTED
+    r.tables.append(family_table("segments concatenated (A) against added (B)", fam, WHERE))
     for task in _tasks(seg):
-        r.figures.append(_arm_figure(ctx, seg, task, "acc", "segments", f"{task}: accuracy per arm"))
+        r.figures.append(arm_figure(ctx, seg, task, "segments", f"{task}: accuracy per arm"))
     r.setup = (
         "two-segment task with segment (token-type) ids; positions by rotary inside attention, so the "
         "input combiner acts on the segment embedding alone and the comparison isolates it"
     )
-    r.key = "; ".join(pp(c.diff, c.lo, c.hi) for c in comps[:2]) or "not run"
-    r.run_ids = _runs(comps)
+    r.key = key_of(fam, ["task.name"]) if fam.rows else "not run"
+    _finish(r, ctx, {"segments": fam})
     return r
 
 
-def c14(ctx: ReportContext) -> ClaimResult:
-    r = ClaimResult(
-        id="C14",
-        title="ViT/MAE add 2-D positions to patch embeddings",
-        claim="For images, 2-D sin-cos positions added to patch embeddings are the standard choice.",
-        source="Dosovitskiy et al. 2021 (ViT); He et al. 2022 (MAE)",
-        rule="report 2-D vs 1-D vs learned vs none, add vs concat, with intervals",
-        verdict=REPORTED,
-    )
+@claim(
+    "C14",
+    "ViT/MAE add 2-D positions to patch embeddings",
+    "For images, 2-D sin-cos positions added to patch embeddings are the standard choice.",
+    "Dosovitskiy et al. 2021 (ViT); He et al. 2022 (MAE)",
+    "reported: 2-D vs 1-D vs learned vs none, add vs concat, each against 1-D sinusoidal + add, with intervals",
+    metrics=CHAIN,
+)
+def c14(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     digits = ctx.frame[ctx.frame["task.name"] == "digits"]
     comps = []
     for arm in (
@@ -219,54 +327,134 @@ def c14(ctx: ReportContext) -> ClaimResult:
         ("learned", "concat_split"),
     ):
         comps += compare(digits, ARM, arm, ("sinusoidal", "add"))
-    r.tables.append(comparison_table("each arm (A) against 1-D sinusoidal + add (B) on 8×8 digits", comps, ["model.d"]))
+    fam = rule_reported(comps, ctx.floor, ctx.margin)
+    r.verdict = REPORTED
+    r.tables.append(
+        family_table("each arm (A) against 1-D sinusoidal + add (B) on 8×8 digits; verdict: A better", fam, ["model.d"])
+    )
     if not digits.empty:
-        r.figures.append(_arm_figure(ctx, ctx.frame, "digits", "acc", "digits", "digits: test accuracy per arm"))
-    r.key = "; ".join(f"{c.a.label}: {pp(c.diff, c.lo, c.hi)}" for c in comps[:2]) or "not run"
-    r.run_ids = _runs(comps)
+        r.figures.append(arm_figure(ctx, ctx.frame, "digits", "digits", "digits: test accuracy per arm"))
+    r.key = "; ".join(f"{row.comparison.a.label}: {row.describe()}" for row in fam.rows[:2] if row.test) or (
+        "no learned comparison" if fam.rows else "not run"
+    )
+    _finish(r, ctx, {"digits": fam})
     return r
 
 
-def c17(ctx: ReportContext) -> ClaimResult:
-    r = ClaimResult(
-        id="C17",
-        title="Encodings differ in how they extrapolate to longer inputs",
-        claim="Trained at length n, schemes behave differently at 2n.",
-        source="Press et al. 2022 (ALiBi); the question's follow-ups",
-        rule="report accuracy at the training size and at 2× for every scheme and combiner",
-        verdict=REPORTED,
-    )
-    rows, best = [], []
-    for task in _tasks(ctx.frame):
-        sub = ctx.frame[ctx.frame["task.name"] == task]
+def seen_share(ctx: ReportContext, task: str, n_train: int, n_eval: int) -> float:
+    """Accuracy at size ``n_eval`` of a model right at every output position it was trained on (those before
+    the training sequence length) and at chance (1 / outputs) everywhere else: the reference C17 sets beside
+    each arm's accuracy at longer lengths."""
+    import torch
+
+    from pelab.tasks import make_task
+
+    run = next((x for x in ctx.study.runs if x.task.name == task and x.task.length == n_train), None)
+    if run is None:
+        return math.nan
+    t = make_task(run.task)
+    batch = t.batch("test", 64, torch.Generator().manual_seed(0), n=n_eval)
+    if batch.targets.dim() < 2:
+        return math.nan
+    mask = batch.mask.float()
+    positions = torch.arange(mask.shape[1])[None, :].expand_as(mask)
+    seen = float((mask * (positions < t.seq_len(n_train))).sum() / mask.sum())
+    return seen + (1 - seen) / run.model.n_outputs
+
+
+def rule_c17(arms: list[dict], floor: float) -> list[dict]:
+    """C17's ranking: only arms that learned at n enter, sorted by accuracy at the longest size (ties keep
+    their order); the rest are listed apart. Pure, over {label, at_n, long: [values]} dicts."""
+    entered = [a for a in arms if not math.isnan(a["at_n"]) and a["at_n"] >= floor]
+    ranked = sorted(entered, key=lambda a: -t_interval(a["long"])[0] if a["long"] else math.inf)
+    return [dict(a, rank=i + 1) for i, a in enumerate(ranked)]
+
+
+@claim(
+    "C17",
+    "Encodings differ in how they extrapolate to longer inputs",
+    "Trained at length n, schemes and combiners behave differently at 1.5n and 2n.",
+    "Press et al. 2022 (ALiBi); Kazemnejad et al. 2023 (decoders: NoPE ≥ T5 > ALiBi > rotary > absolute)",
+    "reported: a ranking per model kind and task by accuracy at the longest size, with 95% intervals, of the "
+    "arms that learned at n (floor {floor}); beside each, the accuracy of a model right only at the output "
+    "positions it was trained on",
+    metrics=("acc_at_N",),
+)
+def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
+    r.verdict = REPORTED
+    frame = position_frame(ctx)
+    rows, below, tops = [], [], []
+    for task in _tasks(frame):
+        sub = frame[frame["task.name"] == task]
         cols = sorted(
             (c for c in sub.columns if c.startswith("m.acc_at_") and sub[c].notna().any()),
             key=lambda c: int(c.rsplit("_", 1)[1]),
         )
         if len(cols) < 2:
             continue
-        at_n, at_2n = cols[0][2:], cols[-1][2:]
+        n = int(cols[0].rsplit("_", 1)[1])
+        longer = cols[1:]
+        kind = str(sub["model.kind"].iloc[0]) if "model.kind" in sub else "encoder"
         keys = ARM + (["model.d"] if sub["model.d"].nunique() > 1 else [])
-        train_arms = {a.label: a for a in arms_table(sub, keys, at_n)}
-        long_arms = arms_table(sub, keys, at_2n)
-        for a in long_arms:
-            rows.append([task, a.label, arm_cell(train_arms[a.label]), arm_cell(a), f"{a.params:,}"])
-            best.append((a.mean, task, a.label))
-        r.figures.append(
-            Figure(
-                f"{task}: accuracy at {at_2n.rsplit('_', 1)[1]} (trained at {at_n.rsplit('_', 1)[1]})",
-                arms_plot(
-                    ctx.figures / f"extrapolation-{task}.png",
-                    long_arms,
-                    f"{task}: accuracy at 2× length",
-                    xlabel="accuracy at 2× the training size",
-                ),
+        arms = []
+        for values, g in sub.groupby(keys, sort=False):
+            done = g[g.status == "done"]
+            label = " + ".join(str(v) for v in (values if isinstance(values, tuple) else (values,)))
+            arms.append(
+                {
+                    "label": label,
+                    "at_n": float(done["m.acc"].mean()) if len(done) else math.nan,
+                    "long": done[longer[-1]].dropna().tolist(),
+                    "cells": [interval_cell(*t_interval(done[c].dropna().tolist())) for c in longer],
+                    "params": int(g.params.max()),
+                }
             )
+        ranked = rule_c17(arms, ctx.floor)
+        entered_labels = {a["label"] for a in ranked}
+        shares = [seen_share(ctx, task, n, int(c.rsplit("_", 1)[1])) for c in longer]
+        sizes = [c.rsplit("_", 1)[1] for c in longer]
+        for a in ranked:
+            rows.append(
+                [
+                    kind,
+                    task,
+                    str(a["rank"]),
+                    a["label"],
+                    f"{100 * a['at_n']:.1f}%",
+                    " · ".join(f"n={s}: {cell}" for s, cell in zip(sizes, a["cells"], strict=True)),
+                    " · ".join(f"n={s}: {100 * x:.0f}%" for s, x in zip(sizes, shares, strict=True)),
+                    f"{a['params']:,}",
+                ]
+            )
+        below += [
+            f"{task}: {a['label']} ({100 * a['at_n']:.0f}% at n)" for a in arms if a["label"] not in entered_labels
+        ]
+        if ranked:
+            tops.append(f"{kind} {task}: {ranked[0]['label']} first ({ranked[0]['cells'][-1]} at n={sizes[-1]})")
+        entered = [a for a in arms_table(sub, keys, longer[-1][2:]) if a.label in entered_labels]
+        if entered:
+            r.figures.append(
+                Figure(
+                    f"{task}: accuracy at n={sizes[-1]} (trained at n={n}), arms that learned",
+                    arms_plot(
+                        ctx.figures / f"extrapolation-{task}.png",
+                        entered,
+                        f"{task}: accuracy at longer inputs",
+                        xlabel=f"accuracy at n={sizes[-1]}",
+                        chance=chance(sub),
+                    ),
+                )
+            )
+    r.tables.append(
+        Table(
+            "Ranking by accuracy at the longest size (arms that learned at n)",
+            ["kind", "task", "rank", "arm", "at n", "at longer sizes [95% CI]", "right only where trained", "params"],
+            rows,
         )
-    r.tables.append(Table("Accuracy at the training size and at 2×", ["task", "arm", "at n", "at 2n", "params"], rows))
-    top = sorted((b for b in best if b[0] == b[0]), reverse=True)[:2]
-    r.key = "; ".join(f"best at 2n: {label} on {task} ({100 * m:.0f}%)" for m, task, label in top)
+    )
+    if below:
+        r.notes.append("Left out of the ranking, below the floor at the training size: " + "; ".join(below) + ".")
+    r.key = "; ".join(tops[:3]) or "no arm learned at n"
+    r.run_ids = sorted(frame.run_id.tolist())
+    r.verdict = REPORTED if rows else TOO_SMALL
     return r
-
-
-CLAIMS = [c5, c6, c7, c12, c13, c14, c17]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from pelab.report.rules import Comparison, Side
 from pelab.study.stats import t_interval
 
 CONFIG_PREFIXES = ("task.", "model.", "train.")
@@ -33,25 +34,12 @@ class ArmStats:
     params: int
     flops: int
     run_ids: list[str] = field(default_factory=list)
+    #: mean accuracy at the training size, whatever metric ``mean`` is: "learned" always reads accuracy
+    acc: float = math.nan
 
     def learned(self, floor: float) -> bool:
-        return self.seeds > 0 and not math.isnan(self.mean) and self.mean >= floor
-
-
-@dataclass
-class Comparison:
-    """Arm A against arm B in one group (everything else held equal), paired by seed."""
-
-    group: dict[str, Any]
-    a: ArmStats
-    b: ArmStats
-    diff: float
-    lo: float
-    hi: float
-    pairs: int
-
-    def where(self, keys: list[str]) -> str:
-        return ", ".join(f"{k.split('.')[-1]}={self.group[k]}" for k in keys if k in self.group)
+        level = self.mean if math.isnan(self.acc) else self.acc
+        return self.seeds > 0 and not math.isnan(level) and level >= floor
 
 
 def _label(axes: list[str], values: tuple) -> str:
@@ -71,6 +59,7 @@ def arm_stats(rows: pd.DataFrame, label: str, metric: str) -> ArmStats:
         params=int(rows.params.max()) if len(rows) else 0,
         flops=int(rows.flops_per_token.max()) if len(rows) else 0,
         run_ids=sorted(rows.run_id.tolist()),
+        acc=float(done["m.acc"].mean()) if "m.acc" in done and done["m.acc"].notna().any() else math.nan,
     )
 
 
@@ -85,12 +74,28 @@ def select(frame: pd.DataFrame, **filters: Any) -> pd.DataFrame:
     return out
 
 
-def compare(frame: pd.DataFrame, axes: list[str], a: tuple, b: tuple, metric: str = "acc") -> list[Comparison]:
-    """Every group in which both arm ``a`` and arm ``b`` (values of ``axes``) were run."""
+def side(rows: pd.DataFrame, label: str) -> Side:
+    """An arm's finished runs as a typed Side: every stored metric by seed, size, run ids."""
+    done = rows[rows.status == "done"]
+    values = {
+        col[2:]: {int(s): float(v) for s, v in zip(done["seed"], done[col], strict=True) if pd.notna(v)}
+        for col in rows.columns
+        if col.startswith("m.")
+    }
+    return Side(
+        label=label,
+        values=values,
+        params=int(rows.params.max()) if len(rows) else 0,
+        flops=int(rows.flops_per_token.max()) if len(rows) else 0,
+        run_ids=tuple(sorted(rows.run_id.tolist())),
+    )
+
+
+def compare(frame: pd.DataFrame, axes: list[str], a: tuple, b: tuple) -> list[Comparison]:
+    """Every group in which both arm ``a`` and arm ``b`` (values of ``axes``) were run; seeds paired."""
     if frame.empty or any(ax not in frame.columns for ax in axes):
         return []
     held = [c for c in config_columns(frame) if c not in axes and c != "seed"]
-    col = f"m.{metric}"
     out = []
     key_frame = frame[held].astype(str)
     for _, idx in key_frame.groupby(held, sort=False, dropna=False).groups.items():
@@ -99,22 +104,27 @@ def compare(frame: pd.DataFrame, axes: list[str], a: tuple, b: tuple, metric: st
         rows_b = group[(group[axes].astype(str) == [str(v) for v in b]).all(axis=1)]
         if rows_a.empty or rows_b.empty:
             continue
-        done_a = rows_a[rows_a.status == "done"].set_index("seed")[col] if col in rows_a else pd.Series(dtype=float)
-        done_b = rows_b[rows_b.status == "done"].set_index("seed")[col] if col in rows_b else pd.Series(dtype=float)
-        diffs = (done_a - done_b).dropna()
-        mean, lo, hi = t_interval(diffs.tolist())
         first = group.iloc[0]
-        out.append(
-            Comparison(
-                group={k: first[k] for k in held},
-                a=arm_stats(rows_a, _label(axes, a), metric),
-                b=arm_stats(rows_b, _label(axes, b), metric),
-                diff=mean,
-                lo=lo,
-                hi=hi,
-                pairs=len(diffs),
-            )
-        )
+        where = {k: first[k] for k in held if not (isinstance(first[k], float) and math.isnan(first[k]))}
+        out.append(Comparison(where, side(rows_a, _label(axes, a)), side(rows_b, _label(axes, b))))
+    return out
+
+
+def compare_wide(frame: pd.DataFrame, arm: str = "concat_wide", baseline: str = "add") -> list[Comparison]:
+    """``arm`` at base width d against ``baseline`` at the same *total* width (d + d_position): a win of a
+    wider model told apart from its size. Needs the frame's ``width`` column (the model's actual width)."""
+    if frame.empty or "width" not in frame or "model.combine" not in frame:
+        return []
+    wide = frame[frame["model.combine"] == arm]
+    out = []
+    for (d, width), _ in wide.groupby(["model.d", "width"], sort=True):
+        pool = frame[
+            ((frame["model.combine"] == arm) & (frame["model.d"] == d))
+            | ((frame["model.combine"] == baseline) & (frame["model.d"] == width))
+        ]
+        for c in compare(pool.drop(columns=["model.d_position"], errors="ignore"), ["model.combine", "model.d"],
+                         (arm, d), (baseline, width)):  # fmt: skip
+            out.append(Comparison({**c.where, "width": int(width)}, c.a, c.b))
     return out
 
 

@@ -80,9 +80,13 @@ class Metric:
 
 
 ACC = Metric("acc", "accuracy", True, (0.0, 1.0), tolerance=1e-3)
+#: Overlap of the token and position subspaces (C2): 0 orthogonal, 1 one inside the other.
+OVERLAP = Metric("overlap", "token/position subspace overlap", False, (0.0, 1.0), tolerance=1e-9)
+#: Held-out accuracy of a linear probe (C8, C10).
+PROBE = Metric("probe", "probe accuracy", True, (0.0, 1.0), tolerance=1e-3)
 #: Held-out cross-entropy in nats per scored target; below 1e-4 the right answer already has p > 0.9999.
 LOSS = Metric("loss", "held-out loss", False, (0.0, math.inf), tolerance=1e-4, relative=True)
-METRICS: dict[str, Metric] = {m.key: m for m in (ACC, LOSS)}
+METRICS: dict[str, Metric] = {m.key: m for m in (ACC, LOSS, OVERLAP, PROBE)}
 
 
 def metric(key: str) -> Metric:
@@ -100,6 +104,9 @@ def margin_for(m: Metric, margin: float) -> float:
 
 
 # --- arms and comparisons ---------------------------------------------------------------
+#: How a held-equal key reads in a table cell.
+SHORT = {"task.name": "task", "model.position.scheme": "scheme", "model.combine": "combine", "model.d": "d"}
+
 @dataclass(frozen=True)
 class Side:
     """One arm of a comparison: per metric, the finished runs' values by seed."""
@@ -139,7 +146,7 @@ class Comparison:
 
     def place(self, keys: Sequence[str] | None = None) -> str:
         keys = list(self.where) if keys is None else keys
-        return ", ".join(f"{k.split('.')[-1]}={self.where[k]}" for k in keys if k in self.where)
+        return ", ".join(f"{SHORT.get(k, k.split('.')[-1])}={self.where[k]}" for k in keys if k in self.where)
 
     def run_ids(self) -> list[str]:
         return [*self.a.run_ids, *self.b.run_ids]
@@ -263,7 +270,8 @@ class Row:
             return "; ".join(self.skipped) or self.verdict
         t = self.test
         lo, hi = self.interval
-        return f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}] {t.metric.label}"
+        what = f"{t.metric.label}, relative to B" if t.metric.relative else t.metric.label
+        return f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}] {what}"
 
 
 @dataclass
@@ -343,6 +351,20 @@ def _p_for(kind: Kind, t: Test, margin: float, combine: str) -> float:
     return t.p_beyond(0.0) if t.sign * t.mean < 0 else math.nan
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """One comparison ready for a rule: whether its arms learned, and its tests in the claim's metric order."""
+
+    comparison: Comparison
+    learned: bool
+    tests: tuple[Test, ...]
+
+
+def evidence(comparisons: Sequence[Comparison], chain: Sequence[str], floor: float) -> list[Evidence]:
+    """Paired tests of every comparison on each metric of ``chain``; learned = both arms at the floor."""
+    return [Evidence(c, c.learned(floor), tuple(paired_test(c, metric(k)) for k in chain)) for c in comparisons]
+
+
 def family(
     comparisons: Sequence[Comparison],
     chain: Sequence[str],
@@ -352,30 +374,45 @@ def family(
     combine: Literal["any", "all"] = "any",
     alpha: float = ALPHA,
 ) -> Family:
-    """Decide every comparison on the first informative metric of ``chain`` and combine them.
+    """Decide every comparison on the first informative metric of ``chain`` and combine them (``decide``)."""
+    return decide(evidence(comparisons, chain, floor), margin, kind, combine, alpha)
 
-    * Rows whose arms did not both reach the floor are ``TOO_SMALL`` and take no part.
-    * Rows where no metric of the chain carries information are ``NO_INFO`` and take no part.
+
+def decide(
+    items: Sequence[Evidence],
+    margin: float,
+    kind: Kind = "better",
+    combine: Literal["any", "all"] = "any",
+    alpha: float = ALPHA,
+) -> Family:
+    """The family rule of SCIENCE.md.
+
+    * Rows whose arms did not both learn are ``TOO_SMALL`` and take no part.
+    * Rows where no test carries information are ``NO_INFO`` and take no part; otherwise the first
+      informative test decides the row (the metrics before it are listed as skipped, with why).
     * ``combine="any"`` (A beats B on *some* comparison): Holm–Bonferroni across the informative rows;
-      each row is read on the interval at its Holm level. Supported when some row is; not supported when
-      every informative row is not; else inconclusive.
+      a row supports the claim only on the interval at its Holm level. Supported when some row is; not
+      supported when every informative row is not (each at 95%: refuting all is an intersection); else
+      inconclusive.
     * ``combine="all"`` (the claim must hold on *every* comparison): supported when every informative row is
       supported at the plain 95% level (an intersection–union test needs no correction); not supported when
       some row refutes it at its Holm level; else inconclusive.
     """
     rows: list[Row] = []
     tests: list[tuple[int, Test, float]] = []
-    for c in comparisons:
-        if not c.learned(floor):
+    for item in items:
+        c = item.comparison
+        if not item.learned:
             rows.append(Row(c, TOO_SMALL, skipped=["an arm below the floor"]))
             continue
-        t, skipped = choose_test(c, chain)
+        skipped = [t.info for t in item.tests if t.info is not None]
+        t = next((t for t in item.tests if t.info is None), None)
         if t is None:
             rows.append(Row(c, NO_INFO, skipped=skipped))
             continue
+        skipped = [x.info for x in item.tests[: item.tests.index(t)] if x.info is not None]
         rows.append(Row(c, INCONCLUSIVE, test=t, skipped=skipped))
-        m = margin_for(t.metric, margin)
-        tests.append((len(rows) - 1, t, m))
+        tests.append((len(rows) - 1, t, margin_for(t.metric, margin)))
     k = len(tests)
     decisions = holm([_p_for(kind, t, m, combine) for _, t, m in tests], alpha)
     for (i, t, m), (rejected, level) in zip(tests, decisions, strict=True):

@@ -37,13 +37,43 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per run: flattened config (dotted keys), metrics (``m.*``), size and status."""
+def steps_to_reach(curve: Sequence[dict[str, float]], level: float) -> float:
+    """The first logged step whose training accuracy reached ``level``; nan when it never did.
+
+    The curve logs the mean over the steps since the last point, so this is when the model's
+    accuracy on fresh training batches (new draws for the synthetic tasks) first averaged ``level``.
+    """
+    for point in curve:
+        if point.get("acc", math.nan) >= level:
+            return float(point["step"])
+    return math.nan
+
+
+def curve_auc(curve: Sequence[dict[str, float]]) -> float:
+    """Area under the training-accuracy curve over the run's steps, as a share of the best possible (0..1):
+    it rewards learning early as well as learning well, and it does not saturate when the end does."""
+    if not curve:
+        return math.nan
+    steps = np.array([0.0] + [p["step"] for p in curve])
+    acc = np.array([curve[0].get("acc", math.nan)] + [p.get("acc", math.nan) for p in curve])
+    area = float(np.sum((acc[1:] + acc[:-1]) / 2 * np.diff(steps)))  # trapezoids, by hand: numpy 1.x and 2.x
+    return area / steps[-1] if steps[-1] > 0 else math.nan
+
+
+def runs_frame(rows: list[dict[str, Any]], floor: float | None = None) -> pd.DataFrame:
+    """One row per run: flattened config (dotted keys), metrics (``m.*``), size and status.
+
+    With ``floor``, two metrics are derived from each stored learning curve: ``m.steps_to_floor``
+    (``steps_to_reach``) and ``m.auc`` (``curve_auc``).
+    """
     records = []
     for r in rows:
         rec = {"run_id": r["run_id"], "status": r["status"], "reason": r["reason"]}
         rec.update({k: (str(v) if isinstance(v, list | tuple) else v) for k, v in flatten(r["config"]).items()})
         rec.update({f"m.{k}": v for k, v in (r["metrics"] or {}).items()})
+        if floor is not None and r.get("curve"):
+            rec["m.steps_to_floor"] = steps_to_reach(r["curve"], floor)
+            rec["m.auc"] = curve_auc(r["curve"])
         rec.update(
             params=r["params"],
             flops_per_token=r["flops_per_token"],

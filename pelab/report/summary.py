@@ -1,0 +1,120 @@
+"""What a run says, assembled from its verdicts; the scale it was measured at; the claims' documentation.
+
+Nothing here is written by hand per run: the opening of the report is a function of the
+claims' verdicts and key figures, and ``docs/claims.md`` is a function of the registry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pelab.report.claims import DOC, ClaimResult, ReportContext, all_claims
+from pelab.report.verdicts import (
+    ERROR,
+    EXACT,
+    INCONCLUSIVE,
+    NO_INFO,
+    NOT_SUPPORTED,
+    REPORTED,
+    SUPPORTED,
+    TOO_SMALL,
+)
+
+#: The order a reader asking "added or concatenated?" wants the answers in: the direct comparison, what
+#: concatenation costs, what addition is said to damage, why it might not, then the rest.
+ORDER = ("C6", "C5", "C9", "C10", "C2", "C3", "C4", "C7", "C8", "C13", "C14", "C12", "C17", "C1", "C11", "C15", "C16")
+
+PHRASE = {
+    EXACT: "exact",
+    SUPPORTED: "supported by this run",
+    NOT_SUPPORTED: "not supported by this run",
+    INCONCLUSIVE: "not settled at this budget",
+    NO_INFO: "these tasks cannot tell (every comparison at a ceiling on every deciding metric)",
+    TOO_SMALL: "no verdict: the arms did not learn at this budget",
+    REPORTED: "measured; no verdict by design",
+    ERROR: "the evidence could not be computed",
+}
+
+
+def answer(claims: list[ClaimResult]) -> list[dict[str, str]]:
+    """One line per claim, in ORDER: its verdict in words and its key figure (never one below the floor:
+    the claims build their keys from learned comparisons only)."""
+    by_id = {c.id: c for c in claims}
+    ids = [i for i in ORDER if i in by_id] + [c.id for c in claims if c.id not in ORDER]
+    out = []
+    for i in ids:
+        c = by_id[i]
+        text = f"{c.title}: {PHRASE.get(c.verdict, c.verdict)}"
+        if c.key and c.verdict not in (TOO_SMALL, ERROR):
+            text += f" — {c.key}"
+        out.append({"id": c.id, "verdict": c.verdict, "text": text})
+    return out
+
+
+def scale(ctx: ReportContext) -> str:
+    """Parameters, tokens seen per run and seeds: the size at which this run's verdicts hold."""
+    from pelab.tasks import make_task
+
+    done = ctx.frame[ctx.frame.status == "done"]
+    if done.empty:
+        return ""
+    tokens: dict[Any, int] = {}
+    for run in ctx.study.runs:
+        key = (run.task.model_dump_json(), run.train.steps, run.train.batch_size)
+        if key not in tokens:
+            task = make_task(run.task)
+            tokens[key] = run.train.steps * run.train.batch_size * task.seq_len(task.n)
+    lo_p, hi_p = int(done.params.min()), int(done.params.max())
+    lo_t, hi_t = min(tokens.values()), max(tokens.values())
+    return (
+        f"Scale: models of {lo_p:,}–{hi_p:,} parameters, {lo_t:,}–{hi_t:,} tokens seen per run, "
+        f"{len(ctx.study.seeds)} paired seeds per arm, {len(done)} finished runs. Verdicts hold at this scale only."
+    )
+
+
+def claims_markdown() -> str:
+    """docs/claims.md: every claim, who made it, its deciding metrics and its rule, from the registry."""
+    from pelab.report.rules import RELATIVE_MARGIN
+
+    lines = [
+        "# The claims and their rules",
+        "",
+        "Written from pelab's claims registry (`pelab claims --markdown`); the report links each claim here.",
+        "Every rule is code (`pelab/report/rules.py` and the `rule_cN` functions beside each claim) with unit",
+        "tests on hand-made comparisons whose verdict is known (`tests/test_rules.py`, `tests/test_claim_rules.py`).",
+        "",
+        "## How every training verdict is drawn",
+        "",
+        "- **Learned.** An arm learned its task when its mean accuracy at the training size reaches the study's",
+        "  floor (`[report] floor`, default 80%). A comparison with an arm below the floor is *budget too small*",
+        "  and takes no part in the verdict; key figures never quote it.",
+        "- **Paired.** Arms share task data, seeds, steps, optimiser and evaluation sets; the difference A − B is",
+        "  taken per seed, and its 95% Student-t interval decides.",
+        "- **Deciding metric.** Each claim names an ordered list of metrics (below). A comparison whose arms all",
+        "  sit at the ceiling or floor of a metric, or whose paired differences have zero spread, carries *no",
+        "  information* on it and falls back to the next metric (accuracy → held-out loss). Where no metric",
+        "  informs, the comparison is *no information*, never evidence for or against.",
+        f"- **Margins.** Equivalence and 'no effect' use ±`[report] margin` (default 1 percentage point) on",
+        f"  accuracy and ±{RELATIVE_MARGIN:.0%} relative on held-out loss.",
+        "- **Several comparisons.** A claim that holds 'on some comparison' is decided with Holm–Bonferroni",
+        "  across its informative comparisons (each row read on its interval at its Holm level); a claim that",
+        "  must hold 'on every comparison' needs every row at 95% (an intersection–union test) and is refuted",
+        "  by one row at its Holm level. The report states how many comparisons there were.",
+        "- **Verdicts.** *supported*, *not supported*, *inconclusive at this budget*, *no information*,",
+        "  *budget too small*; *exact* for closed-form checks; *reported* where SCIENCE.md asks for numbers only.",
+        "",
+    ]
+    for c in all_claims():
+        lines += [
+            f'<a id="{c.id.lower()}"></a>',
+            f"## {c.id} · {c.title}",
+            "",
+            f"- **Claim.** {c.claim} *({c.source})*",
+            f"- **Deciding metric.** {', then '.join(c.metrics) if c.metrics else 'none: an exact or reported claim'}",
+            f"- **Rule.** {c.rule_for(0.8, 0.01)}",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+__all__ = ["DOC", "answer", "claims_markdown", "scale"]

@@ -136,9 +136,12 @@ def test_report_in_headless_chromium(study_dir: Path, tmp_path: Path) -> None:
 
 
 def _viewport(browser: Any, width: int, height: int) -> None:
-    """Emulate a screen of this size (a headless window will not shrink below 500 px)."""
+    """Emulate a screen of this size (a headless window will not shrink below 500 px).
+
+    Not as a mobile device: one zooms out to fit a page too wide, and window.innerWidth
+    grows with it, so the overflow check would pass whatever the page did."""
     browser.set_window_size(max(width, 500), height)
-    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 640}
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
 
 

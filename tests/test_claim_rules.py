@@ -1,0 +1,206 @@
+"""Every claim's rule on hand-made evidence whose verdict is known: each branch of each claim.
+
+The rules are pure functions (``rule_cN`` beside each claim, built on ``pelab.report.rules``),
+so a verdict can be trusted without rerunning a study.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pelab.report.claims_inside import rule_c2, rule_c3, rule_c4, rule_c8, rule_c10, shrink_evidence
+from pelab.report.claims_pretrained import rule_c9
+from pelab.report.claims_training import rule_c6, rule_c7, rule_c17
+from pelab.report.rules import PROBE, Comparison, Evidence, Side, decide, family, paired_test
+from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+
+FLOOR, MARGIN = 0.8, 0.01
+CHAIN = ("acc", "loss")
+
+
+def arm(label: str, acc: list[float], loss: list[float] | None = None, **extra: list[float]) -> Side:
+    values = {"acc": dict(enumerate(acc))}
+    if loss is not None:
+        values["loss"] = dict(enumerate(loss))
+    values |= {k: dict(enumerate(v)) for k, v in extra.items()}
+    return Side(label, values, params=1000, flops=2000, run_ids=(label,))
+
+
+def comp(a: Side, b: Side, **where: object) -> Comparison:
+    return Comparison(where or {"task.name": "t"}, a, b)
+
+
+WIN = [0.93, 0.95, 0.97, 0.94, 0.96]
+BASE = [0.86, 0.88, 0.89, 0.86, 0.88]
+TIE_A = [0.900, 0.905, 0.902, 0.898, 0.903]
+TIE_B = [0.901, 0.903, 0.900, 0.900, 0.902]
+NOISY = [0.95, 0.85, 0.99, 0.82, 0.90]
+FLAT = [0.90, 0.90, 0.90, 0.90, 0.91]
+LOW = [0.4, 0.5, 0.45, 0.42, 0.47]
+CEIL = [1.0] * 5
+
+
+# --- C6: concat_split beats add on some comparison ------------------------------------------
+def test_c6_every_branch() -> None:
+    win, tie, noisy = (
+        comp(arm("c", WIN), arm("a", BASE)),
+        comp(arm("c", TIE_A), arm("a", TIE_B)),
+        comp(arm("c", NOISY), arm("a", FLAT)),
+    )
+    assert rule_c6([tie, win], FLOOR, MARGIN).verdict == SUPPORTED
+    assert rule_c6([tie, comp(arm("c", BASE), arm("a", WIN))], FLOOR, MARGIN).verdict == NOT_SUPPORTED
+    assert rule_c6([tie, noisy], FLOOR, MARGIN).verdict == INCONCLUSIVE
+    assert rule_c6([comp(arm("c", LOW), arm("a", LOW))], FLOOR, MARGIN).verdict == TOO_SMALL
+    assert rule_c6([comp(arm("c", CEIL), arm("a", CEIL))], FLOOR, MARGIN).verdict == NO_INFO
+    # The issue's own case: both arms at 100%, and the loss says which learned better.
+    ceil = comp(arm("c", CEIL, [0.010, 0.011, 0.012, 0.010, 0.011]), arm("a", CEIL, [0.02, 0.022, 0.021, 0.02, 0.023]))
+    f = rule_c6([ceil], FLOOR, MARGIN)
+    assert f.verdict == SUPPORTED and f.rows[0].test.metric.key == "loss"
+
+
+# --- C7: learned ≈ sinusoidal on every comparison ----------------------------------------------
+def test_c7_every_branch() -> None:
+    tie = comp(arm("l", TIE_A), arm("s", TIE_B))
+    assert rule_c7([tie, tie], FLOOR, MARGIN).verdict == SUPPORTED
+    assert rule_c7([tie, comp(arm("l", WIN), arm("s", BASE))], FLOOR, MARGIN).verdict == NOT_SUPPORTED
+    assert rule_c7([tie, comp(arm("l", NOISY), arm("s", FLAT))], FLOOR, MARGIN).verdict == INCONCLUSIVE
+    assert rule_c7([comp(arm("l", LOW), arm("s", LOW))], FLOOR, MARGIN).verdict == TOO_SMALL
+    # A ceiling tie is no evidence of equivalence.
+    assert rule_c7([comp(arm("l", CEIL), arm("s", CEIL))], FLOOR, MARGIN).verdict == NO_INFO
+    # Below-floor rows take no part: the learned tie decides.
+    assert rule_c7([tie, comp(arm("l", LOW), arm("s", BASE))], FLOOR, MARGIN).verdict == SUPPORTED
+
+
+# --- C9: concat beats add at equal width -------------------------------------------------------
+def test_c9_every_branch() -> None:
+    assert rule_c9([comp(arm("c", WIN), arm("a", BASE))], FLOOR, MARGIN).verdict == SUPPORTED
+    assert rule_c9([comp(arm("c", TIE_A), arm("a", TIE_B))], FLOOR, MARGIN).verdict == NOT_SUPPORTED
+    assert rule_c9([comp(arm("c", NOISY), arm("a", FLAT))], FLOOR, MARGIN).verdict == INCONCLUSIVE
+    # The old C9 floor of 0.6 let these in; the study's 80% keeps them out.
+    assert rule_c9([comp(arm("c", [0.70, 0.72, 0.75]), arm("a", [0.62, 0.63, 0.61]))], FLOOR, MARGIN).verdict == (
+        TOO_SMALL
+    )
+
+
+# --- C2: overlap falls, add not worse, concat not better -----------------------------------------
+def overlap_family(trained: list[float], init: list[float], acc: list[float] = WIN):
+    a, b = arm("trained", acc, overlap=trained), arm("init", acc, overlap=init)
+    c = comp(a, b)
+    return decide([Evidence(c, True, (paired_test(c, _overlap()),))], MARGIN, kind="better", combine="all")
+
+
+def _overlap():
+    from pelab.report.rules import OVERLAP
+
+    return OVERLAP
+
+
+def test_c2_every_branch() -> None:
+    falls = overlap_family([0.30, 0.32, 0.31, 0.29, 0.33], [0.45, 0.47, 0.44, 0.46, 0.45])
+    grows = overlap_family([0.55, 0.57, 0.54, 0.56, 0.58], [0.45, 0.47, 0.44, 0.46, 0.45])
+    unclear = overlap_family([0.30, 0.60, 0.41, 0.49, 0.35], [0.45, 0.47, 0.44, 0.46, 0.45])
+    assert falls.verdict == SUPPORTED and grows.verdict == NOT_SUPPORTED and unclear.verdict == INCONCLUSIVE
+    tie = [comp(arm("add", TIE_A), arm("concat", TIE_B))]
+    add_worse = [comp(arm("add", BASE), arm("concat", WIN))]
+
+    def halves(comps):
+        not_worse = family(comps, CHAIN, FLOOR, MARGIN, kind="not_worse", combine="all")
+        concat_wins = family([Comparison(c.where, c.b, c.a) for c in comps], CHAIN, FLOOR, MARGIN)
+        return not_worse, concat_wins
+
+    assert rule_c2(falls, *halves(tie)) == SUPPORTED
+    assert rule_c2(grows, *halves(tie)) == NOT_SUPPORTED
+    assert rule_c2(falls, *halves(add_worse)) == NOT_SUPPORTED
+    assert rule_c2(unclear, *halves(tie)) == INCONCLUSIVE
+    assert rule_c2(falls, *halves([comp(arm("add", LOW), arm("concat", LOW))])) == TOO_SMALL
+    assert rule_c2(falls, *halves([comp(arm("add", CEIL), arm("concat", CEIL))])) == NO_INFO
+    # 'none may be dropped': one learned comparison where concat wins refutes it, whatever the others say.
+    assert rule_c2(falls, *halves(tie + add_worse)) == NOT_SUPPORTED
+
+
+# --- C3: the gap shrinks as d grows --------------------------------------------------------------
+def series(small_gap: list[float], large_gap: list[float], large_acc: float = 0.95) -> Evidence:
+    base = [0.85, 0.86, 0.84, 0.85, 0.86]
+    small = comp(arm("concat", [b + g for b, g in zip(base, small_gap, strict=True)]), arm("add", base),
+                 **{"model.d": 16})  # fmt: skip
+    big = [large_acc - 0.01 * i for i in range(5)]
+    large = comp(arm("concat", [b + g for b, g in zip(big, large_gap, strict=True)]), arm("add", big),
+                 **{"model.d": 64})  # fmt: skip
+    return shrink_evidence("sort, learned", [small, large], FLOOR)
+
+
+def test_c3_every_branch() -> None:
+    shrinks = series([0.08, 0.10, 0.07, 0.09, 0.11], [0.01, 0.0, 0.02, 0.01, 0.0])
+    grows = series([0.01, 0.0, 0.02, 0.01, 0.0], [0.08, 0.10, 0.07, 0.09, 0.11])
+    same = series([0.05, 0.052, 0.049, 0.051, 0.05], [0.05, 0.051, 0.05, 0.05, 0.049])
+    noisy = series([0.08, -0.05, 0.1, 0.0, 0.02], [0.01, 0.06, -0.04, 0.03, 0.0])
+    assert rule_c3([shrinks], MARGIN).verdict == SUPPORTED
+    assert rule_c3([grows], MARGIN).verdict == NOT_SUPPORTED
+    assert rule_c3([same], MARGIN).verdict == INCONCLUSIVE  # within the margin but 'all' needs Holm to refute
+    assert rule_c3([noisy], MARGIN).verdict == INCONCLUSIVE
+    assert rule_c3([series([0.08, 0.10, 0.07, 0.09, 0.11], [0] * 5, large_acc=0.5)], MARGIN).verdict == TOO_SMALL
+    assert rule_c3([shrinks, grows], MARGIN).verdict == NOT_SUPPORTED
+
+
+# --- C4: both halves named -----------------------------------------------------------------------
+def test_c4_every_branch() -> None:
+    costs = family([comp(arm("add", WIN), arm("untied", BASE))], CHAIN, FLOOR, MARGIN)
+    free = family([comp(arm("add", TIE_A), arm("untied", TIE_B))], CHAIN, FLOOR, MARGIN)
+    unclear = family([comp(arm("add", NOISY), arm("untied", FLAT))], CHAIN, FLOOR, MARGIN)
+    ceiling = family([comp(arm("add", CEIL), arm("untied", CEIL))], CHAIN, FLOOR, MARGIN)
+    assert rule_c4(SUPPORTED, costs) == SUPPORTED
+    assert rule_c4(SUPPORTED, free) == NOT_SUPPORTED  # the cross terms are there, but removing them is free
+    assert rule_c4(NOT_SUPPORTED, costs) == NOT_SUPPORTED
+    assert rule_c4(SUPPORTED, unclear) == INCONCLUSIVE
+    assert rule_c4(SUPPORTED, ceiling) == NO_INFO
+    assert rule_c4(TOO_SMALL, family([comp(arm("a", LOW), arm("u", LOW))], CHAIN, FLOOR, MARGIN)) == TOO_SMALL
+
+
+# --- C8: equivariance and a learned NoPE decoder's probe against two controls --------------------
+def probe_family(trained: list[float], first: list[float], init: list[float], acc: list[float] = WIN):
+    a = arm("trained", acc, probe=trained)
+    items = []
+    for label, control in (("input", first), ("init", init)):
+        c = comp(a, arm(label, acc, probe=control))
+        items.append(Evidence(c, a.learned(FLOOR), (paired_test(c, PROBE),)))
+    return decide(items, MARGIN, kind="better", combine="all")
+
+
+def test_c8_every_branch() -> None:
+    good = probe_family([0.6, 0.65, 0.62, 0.7, 0.66], [0.13, 0.12, 0.14, 0.13, 0.12], [0.2, 0.22, 0.19, 0.21, 0.2])
+    # The issue's case: the probe beats chance but not the layer-1 input, which already reads 12.75%.
+    input_reads = probe_family([0.13, 0.12, 0.14, 0.125, 0.13], [0.13, 0.125, 0.14, 0.13, 0.12],
+                               [0.1, 0.09, 0.11, 0.1, 0.1])  # fmt: skip
+    worse = probe_family([0.1, 0.11, 0.1, 0.12, 0.1], [0.3, 0.31, 0.29, 0.3, 0.32], [0.05, 0.06, 0.05, 0.04, 0.05])
+    assert rule_c8(["none"], good) == SUPPORTED
+    assert rule_c8(["none", "alibi"], good) == NOT_SUPPORTED  # another scheme equivariant: the exact half fails
+    assert rule_c8(["none"], worse) == NOT_SUPPORTED
+    assert rule_c8(["none"], input_reads) == INCONCLUSIVE
+    # A decoder that did not learn its task is never probed for a verdict.
+    assert rule_c8(["none"], probe_family([0.6] * 5, [0.1] * 5, [0.2] * 5, acc=[0.45] * 5)) == TOO_SMALL
+
+
+# --- C10: decodability decides, collisions do not --------------------------------------------------
+def test_c10_every_branch() -> None:
+    def fam(concat: list[float], add: list[float]):
+        c = comp(arm("concat", WIN, probe=concat), arm("add", WIN, probe=add))
+        return decide([Evidence(c, True, (paired_test(c, PROBE),))], MARGIN, kind="better", combine="any")
+
+    assert rule_c10(fam([1.0] * 5, [0.90, 0.92, 0.91, 0.93, 0.90])) == SUPPORTED
+    assert rule_c10(fam([0.990, 0.992, 0.991, 0.990, 0.993], [0.991, 0.990, 0.992, 0.990, 0.991])) == NOT_SUPPORTED
+    assert rule_c10(fam([0.95, 0.85, 0.99, 0.82, 0.90], FLAT)) == INCONCLUSIVE
+    # Both decode perfectly: no information, whatever the collision counts say (the old rule said 'supported').
+    assert rule_c10(fam([1.0] * 5, [1.0] * 5)) == NO_INFO
+
+
+# --- C17: only arms that learned at n are ranked ---------------------------------------------------
+def test_c17_ranks_only_learned_arms() -> None:
+    arms = [
+        {"label": "learned + add", "at_n": 0.99, "long": [0.2, 0.25, 0.22]},
+        {"label": "none + none", "at_n": 0.40, "long": [0.9, 0.9, 0.9]},  # did not learn: never ranked first
+        {"label": "rotary + none", "at_n": 0.95, "long": [0.6, 0.65, 0.62]},
+        {"label": "alibi + none", "at_n": math.nan, "long": []},
+    ]
+    ranked = rule_c17(arms, FLOOR)
+    assert [a["label"] for a in ranked] == ["rotary + none", "learned + add"]
+    assert [a["rank"] for a in ranked] == [1, 2]

@@ -74,7 +74,7 @@ def scale(ctx: ReportContext) -> str:
 
 def claims_markdown() -> str:
     """docs/claims.md: every claim, who made it, its deciding metrics and its rule, from the registry."""
-    from pelab.report.rules import RELATIVE_MARGIN
+    from pelab.report.rules import RELATIVE_MARGIN, metric
 
     lines = [
         "# The claims and their rules",
@@ -94,7 +94,7 @@ def claims_markdown() -> str:
         "  sit at the ceiling or floor of a metric, or whose paired differences have zero spread, carries *no",
         "  information* on it and falls back to the next metric (accuracy → held-out loss). Where no metric",
         "  informs, the comparison is *no information*, never evidence for or against.",
-        f"- **Margins.** Equivalence and 'no effect' use ±`[report] margin` (default 1 percentage point) on",
+        "- **Margins.** Equivalence and 'no effect' use ±`[report] margin` (default 1 percentage point) on",
         f"  accuracy and ±{RELATIVE_MARGIN:.0%} relative on held-out loss.",
         "- **Several comparisons.** A claim that holds 'on some comparison' is decided with Holm–Bonferroni",
         "  across its informative comparisons (each row read on its interval at its Holm level); a claim that",
@@ -110,7 +110,7 @@ def claims_markdown() -> str:
             f"## {c.id} · {c.title}",
             "",
             f"- **Claim.** {c.claim} *({c.source})*",
-            f"- **Deciding metric.** {', then '.join(c.metrics) if c.metrics else 'none: an exact or reported claim'}",
+            f"- **Deciding metric.** {', then '.join(metric(k).label for k in c.metrics) or 'none: exact or reported'}",
             f"- **Rule.** {c.rule_for(0.8, 0.01)}",
             "",
         ]

@@ -205,7 +205,9 @@ class TaskConfig(Frozen):
     length: int = Field(16, ge=1, description="problem size at training (symbols, pairs, characters)")
     vocab: int = Field(16, ge=2, description="number of distinct symbols")
     k: int = Field(2, ge=1, description="rotate / offset distance")
-    eval_multipliers: tuple[float, ...] = Field((1.0, 2.0), description="evaluate at these multiples of length")
+    eval_multipliers: tuple[float, ...] = Field(
+        (1.0, 1.5, 2.0), description="evaluate at these multiples of length (C17 reads 1.5n and 2n)"
+    )
     corpus: str | None = Field(None, description="text file or folder for charlm (default: Python's stdlib)")
     patch: int = Field(2, ge=1, description="digits: patch side in pixels (1, 2 or 4)")
 

@@ -72,5 +72,5 @@ def test_failure_is_a_status_not_a_crash() -> None:
 def test_result_carries_size_and_speed() -> None:
     r = train_run(cfg("lookup", "sinusoidal", "add", steps=5, length=4, vocab=8), threads=1)
     assert r.params > 0 and r.flops_per_token > 0 and r.tokens_per_s > 0 and r.seconds > 0
-    assert set(r.evals) == {"4", "8"} and "acc_at_8" in r.metrics
+    assert set(r.evals) == {"4", "6", "8"} and "acc_at_6" in r.metrics and "acc_at_8" in r.metrics
     assert r.versions["torch"] == torch.__version__

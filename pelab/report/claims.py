@@ -254,6 +254,18 @@ def arm_cell(a: ArmStats) -> str:
     return interval_cell(a.mean, a.lo, a.hi)
 
 
+def speed_cell(s: Side) -> str:
+    """Mean steps to reach the floor over the seeds that did, and how many did: learning speed, which still
+    differs where final accuracy has saturated."""
+    reached = list(s.of("steps_to_floor").values())
+    seeds = s.seeds()
+    if not seeds or "steps_to_floor" not in s.values:
+        return "–"
+    if not reached:
+        return f"never (0/{seeds})"
+    return f"{sum(reached) / len(reached):.0f} ({len(reached)}/{seeds})"
+
+
 def _level(row: Row) -> str:
     return "95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)"
 
@@ -282,6 +294,7 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
                 str(min(c.a.seeds(), c.b.seeds())),
                 f"{c.a.params:,} / {c.b.params:,}",
                 f"{c.a.flops:,} / {c.b.flops:,}",
+                f"{speed_cell(c.a)} / {speed_cell(c.b)}",
                 words.get(row.verdict, row.verdict),
             ]
         )
@@ -298,6 +311,7 @@ FAMILY_COLUMNS = [
     "seeds",
     "params A / B",
     "FLOPs/token A / B",
+    "steps to floor A / B (seeds that reached it)",
     "verdict",
 ]
 

@@ -87,11 +87,13 @@ def arms_plot(
         labels.append(f"{a.label}  ({a.params:,} p)" + (f"  · {BELOW_FLOOR}" if below else ""))
     ax.set_yticks(range(len(arms)), labels, fontsize=8)
     ax.set_ylim(len(arms) - 0.5, -0.9)  # best on top, with room under the title for the line labels
-    # Floor: solid, named to its right; chance: dashed, named to its left (they are often close).
-    for value, text, style, side in ((floor, " floor", "-", "left"), (chance, "chance ", "--", "right")):
-        if value is not None:
-            ax.axvline(value, ls=style, lw=1, color="0.35")
-            ax.annotate(text, (value, -0.75), fontsize=8, color="0.3", va="center", ha=side)
+    marks = [(v, name, style) for v, name, style in ((floor, "floor", "-"), (chance, "chance", "--")) if v is not None]
+    for value, _, style in marks:
+        ax.axvline(value, ls=style, lw=1, color="0.35")
+    x0, x1 = ax.get_xlim()
+    for value, name, _ in marks:  # each name on the roomier side of its line, so it stays inside the axes
+        text, side = (f" {name}", "left") if value - x0 < x1 - value else (f"{name} ", "right")
+        ax.annotate(text, (value, -0.75), fontsize=8, color="0.3", va="center", ha=side)
     ax.set(xlabel=xlabel, title=title)
     ax.grid(axis="x", alpha=0.3)
     return save(fig, path)

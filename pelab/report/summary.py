@@ -37,18 +37,61 @@ PHRASE = {
 
 
 def answer(claims: list[ClaimResult]) -> list[dict[str, str]]:
-    """One line per claim, in ORDER: its verdict in words and its key figure (never one below the floor:
-    the claims build their keys from learned comparisons only)."""
+    """One line per claim, in ORDER: the claim and its verdict in words (the key figures follow in the
+    summary table). The first line answers the question itself, from C6, C5, C9 and C10."""
     by_id = {c.id: c for c in claims}
     ids = [i for i in ORDER if i in by_id] + [c.id for c in claims if c.id not in ORDER]
     out = []
+    head = headline(by_id)
+    if head:
+        out.append({"id": "C6", "verdict": by_id["C6"].verdict, "text": head})
     for i in ids:
         c = by_id[i]
-        text = f"{c.title}: {PHRASE.get(c.verdict, c.verdict)}"
-        if c.key and c.verdict not in (TOO_SMALL, ERROR):
-            text += f" — {c.key}"
-        out.append({"id": c.id, "verdict": c.verdict, "text": text})
+        out.append({"id": c.id, "verdict": c.verdict, "text": f"{c.title}: {PHRASE.get(c.verdict, c.verdict)}."})
     return out
+
+
+#: What each verdict of the claims that bear on "added or concatenated?" says, in the question's words.
+HEADLINE = {
+    "C6": {
+        SUPPORTED: "concatenating at the same width beat adding on at least one task",
+        NOT_SUPPORTED: "concatenating at the same width did not beat adding on any task",
+        INCONCLUSIVE: "this budget cannot tell concatenating from adding at the same width",
+        NO_INFO: "every comparison of concatenating and adding at the same width sat at a ceiling",
+        TOO_SMALL: "the arms comparing concatenating with adding did not learn",
+    },
+    "C9": {
+        SUPPORTED: "adding positions to frozen pretrained word vectors hurt them against concatenating",
+        NOT_SUPPORTED: "adding positions to frozen pretrained word vectors did not hurt them",
+        INCONCLUSIVE: "whether adding hurts frozen pretrained word vectors is not settled at this budget",
+        NO_INFO: "the frozen-word-vector comparisons sat at a ceiling",
+        TOO_SMALL: "the frozen-word-vector arms did not learn",
+    },
+    "C10": {
+        SUPPORTED: "adding lost token or position information at the input",
+        NOT_SUPPORTED: "adding lost no decodable token or position information at the input",
+        INCONCLUSIVE: "whether adding loses information at the input is not settled at this budget",
+        NO_INFO: "token and position decode perfectly from the sum and the concatenation alike",
+        TOO_SMALL: "the arms probed for collisions did not learn",
+    },
+}
+
+
+def headline(by_id: dict[str, ClaimResult]) -> str:
+    """'Added or concatenated?' answered from the verdicts, one clause per claim that bears on it."""
+    parts = []
+    for cid in ("C6", "C9", "C10"):
+        c = by_id.get(cid)
+        if c is not None and c.verdict in HEADLINE[cid]:
+            parts.append(f"{HEADLINE[cid][c.verdict]} ({cid})")
+    c5 = by_id.get("C5")
+    if c5 is not None and c5.verdict == EXACT and c5.key:
+        parts.append(
+            f"widening the model to concatenate costs {c5.key.split(';')[0].removeprefix('concat_wide ')} (C5)"
+        )
+    if not parts:
+        return ""
+    return "Added or concatenated? In this run, " + "; ".join(parts) + "."
 
 
 def scale(ctx: ReportContext) -> str:

@@ -711,15 +711,17 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 coll,
             )
         )
-    r.key = "decodability, concat_split − add: " + (
-        "; ".join(
-            f"{row.comparison.place(['task.name', 'model.d', 'decoded'])}: {row.describe()}"
-            for row in fam.rows
-            if row.test is not None
-        )[:400]
-        or "; ".join(sorted({s for row in fam.rows for s in row.skipped}))[:300]
-        or "no pair of learned arms"
-    )
+    tested = [row for row in fam.rows if row.test is not None]
+    if tested:
+        best = max(tested, key=lambda row: row.test.mean)
+        where = best.comparison.place(["task.name", "model.d", "decoded"])
+        r.key = (
+            f"largest concat_split − add decodability gap: {where}: {best.describe()}; {len(tested)} of "
+            f"{len(fam.rows)} comparisons informative"
+        )
+    else:
+        reasons = sorted({s for row in fam.rows for s in row.skipped})
+        r.key = ("no informative comparison: " + "; ".join(reasons)) if reasons else "no pair of learned arms"
     r.notes.append("Concatenation is lossless by construction: ||[x_a − x_b; p_i − p_j]|| ≥ ||p_i − p_j||.")
     r.metric = used_metrics(fam)
     r.run_ids = runs_of(fam)

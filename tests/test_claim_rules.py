@@ -204,3 +204,27 @@ def test_c17_ranks_only_learned_arms() -> None:
     ranked = rule_c17(arms, FLOOR)
     assert [a["label"] for a in ranked] == ["rotary + none", "learned + add"]
     assert [a["rank"] for a in ranked] == [1, 2]
+
+
+# --- the report's opening line is assembled from verdicts -----------------------------------------
+def test_answer_is_assembled_from_the_verdicts() -> None:
+    from pelab.report.claims import ClaimResult
+    from pelab.report.summary import answer
+
+    def result(cid: str, verdict: str, key: str = "") -> ClaimResult:
+        return ClaimResult(id=cid, title=f"title {cid}", claim="", source="", rule="", verdict=verdict, key=key)
+
+    claims = [
+        result("C5", "exact", "concat_wide ×1.5 params, ×1.5 FLOPs; concat_split ×1.0"),
+        result("C6", NOT_SUPPORTED),
+        result("C9", INCONCLUSIVE),
+        result("C10", NO_INFO),
+    ]
+    lines = answer(claims)
+    head = lines[0]["text"]
+    assert "did not beat adding on any task (C6)" in head
+    assert "not settled at this budget (C9)" in head
+    assert "decode perfectly from the sum and the concatenation alike (C10)" in head
+    assert "costs ×1.5 params, ×1.5 FLOPs (C5)" in head
+    assert [x["id"] for x in lines[1:]] == ["C6", "C5", "C9", "C10"]
+    assert answer([result("C6", SUPPORTED)])[0]["text"].startswith("Added or concatenated? In this run, concatenating")

@@ -22,6 +22,7 @@ import torch
 
 import pelab
 from pelab.errors import PelabError
+from pelab.files import write_atomic
 from pelab.report.claims import ClaimResult, Figure, ReportContext, Table, all_claims
 from pelab.report.figures import curves_plot
 from pelab.report.summary import DOC, answer, claims_markdown, scale
@@ -224,10 +225,11 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
     )
     data["report_seconds"] = f"{time.perf_counter() - started:.0f}"
     html_path, md_path = folder / "report.html", folder / "report.md"
-    html_path.write_text(env.get_template("report.html.j2").render(**data))
-    md_path.write_text(env.get_template("report.md.j2").render(**data))
-    (folder / DOC).write_text(claims_markdown())
-    (folder / "claims.json").write_text(
+    write_atomic(html_path, env.get_template("report.html.j2").render(**data))
+    write_atomic(md_path, env.get_template("report.md.j2").render(**data))
+    write_atomic(folder / DOC, claims_markdown())
+    write_atomic(
+        folder / "claims.json",
         json.dumps(
             [
                 {"id": c.id, "verdict": c.verdict, "key": c.key, "metric": c.metric, "runs": c.run_ids, "rows": c.rows}
@@ -235,6 +237,6 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
             ],
             indent=1,
             default=float,
-        )
+        ),
     )
     return html_path, md_path, claims

@@ -1,0 +1,39 @@
+"""Atomic writes: whole or absent, links replaced rather than followed, no temp file left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pelab.files import write_atomic
+
+
+def test_write_atomic_replaces_whole(tmp_path: Path) -> None:
+    p = tmp_path / "report.html"
+    write_atomic(p, "old")
+    write_atomic(p, "new" * 1000)
+    assert p.read_text() == "new" * 1000
+    assert [x.name for x in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_write_atomic_does_not_follow_a_planted_link(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("keep me")
+    link = tmp_path / "figure.png"
+    link.symlink_to(secret)
+    write_atomic(link, b"\x89PNG")
+    assert secret.read_text() == "keep me" and not link.is_symlink() and link.read_bytes() == b"\x89PNG"
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "claims.json"
+    write_atomic(p, "[]")
+
+    def full_disk(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("pelab.files.os.fsync", full_disk)
+    with pytest.raises(OSError):
+        write_atomic(p, "[1, 2, 3]")
+    assert p.read_text() == "[]" and [x.name for x in tmp_path.iterdir()] == ["claims.json"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 
@@ -11,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from pelab.files import write_atomic  # noqa: E402
 
 
 def heatmap(table: np.ndarray, path: str | Path, title: str) -> Path:
@@ -35,16 +38,17 @@ def _wrap(title: str, width: int = 72) -> str:
 
 
 def save(fig: plt.Figure, path: str | Path, tight: bool = True) -> Path:
-    """Write a figure (making its folder) and free it: pyplot keeps every open figure alive otherwise.
+    """Write a figure (making its folder) atomically and free it: pyplot keeps every open figure alive otherwise.
 
     ``tight=False`` keeps matplotlib's own layout, which a colorbar shared by two axes needs."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if tight:
         fig.tight_layout()
-    fig.savefig(path)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
-    return path
+    return write_atomic(path, buffer.getvalue())  # whole or absent; a planted link is replaced, not followed
 
 
 def lines(

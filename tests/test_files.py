@@ -37,3 +37,19 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypa
     with pytest.raises(OSError):
         write_atomic(p, "[1, 2, 3]")
     assert p.read_text() == "[]" and [x.name for x in tmp_path.iterdir()] == ["claims.json"]
+
+
+def test_figures_replace_a_planted_link(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from pelab.plots import save
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("keep me")
+    link = tmp_path / "figures" / "curves-reverse.png"
+    link.parent.mkdir()
+    link.symlink_to(secret)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    save(fig, link)
+    assert secret.read_text() == "keep me" and link.read_bytes()[:4] == b"\x89PNG"

@@ -53,3 +53,15 @@ def test_figures_replace_a_planted_link(tmp_path: Path) -> None:
     ax.plot([0, 1])
     save(fig, link)
     assert secret.read_text() == "keep me" and link.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_report_embeds_no_linked_or_non_png_file(tmp_path: Path) -> None:
+    from pelab.report.build import _embed
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password")
+    link = tmp_path / "positions_pca.png"
+    link.symlink_to(secret)
+    fake = tmp_path / "fake.png"
+    fake.write_text("password")
+    assert _embed(link) == "" and _embed(fake) == "" and _embed(tmp_path / "missing.png") == ""

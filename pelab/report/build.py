@@ -156,8 +156,19 @@ def _run_claims(ctx: ReportContext) -> list[ClaimResult]:
     return out
 
 
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
 def _embed(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+    """A figure as a data URI; only a regular PNG file, never a link (a planted link must not smuggle another
+    file's contents into the report) nor anything else. What is refused shows as a missing image."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_file():
+        return ""
+    data = path.read_bytes()
+    if not data.startswith(PNG_MAGIC):
+        return ""
+    return "data:image/png;base64," + base64.b64encode(data).decode()
 
 
 def _md_escape(text: str) -> str:

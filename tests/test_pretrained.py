@@ -241,6 +241,29 @@ def test_wordorder_on_a_text_file(tmp_path) -> None:
 
 
 @needs_minilm
+def test_word_pieces_cached_on_disk_per_corpus_version(tmp_path, monkeypatch) -> None:
+    """Every run is a fresh process: the streams come from the disk cache, remade when the corpus changes."""
+    from pelab.tasks import wordorder
+
+    monkeypatch.setenv("PELAB_CACHE", str(tmp_path / "cache"))
+    words = "the a of in to and is was it that for on with as by this from order word sentence".split()
+    rng = np.random.default_rng(1)
+    text = tmp_path / "text.txt"
+    text.write_text("\n\n".join(" ".join(rng.choice(words, 12)) + "." for _ in range(300)))
+    wordorder.word_pieces.cache_clear()
+    first = wordorder.word_pieces(str(text))
+    assert [f.name.startswith("wordorder-") for f in (tmp_path / "cache").iterdir()] == [True]
+    wordorder.word_pieces.cache_clear()
+    monkeypatch.setattr(wordorder, "tokenize", lambda corpus: pytest.fail("tokenised again"))
+    again = wordorder.word_pieces(str(text))
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    key = wordorder.cache_key(str(text))
+    text.write_text(text.read_text() + "\n\nOne more paragraph of plain words here.")
+    assert wordorder.cache_key(str(text)) != key  # an edited corpus is tokenised anew
+    wordorder.word_pieces.cache_clear()
+
+
+@needs_minilm
 def test_frozen_word_vectors_in_a_model(tmp_path) -> None:
     from pelab.checkpoint import load, save
     from pelab.model import Transformer

@@ -20,6 +20,13 @@ at a paragraph start and runs on across [SEP] when the paragraph is shorter than
 Training draws paragraphs at random; evaluation reads every validation paragraph
 once forwards and once reversed, so it is the same, balanced set for every run.
 
+Tokenising the default corpus takes seconds, and every run of a study is a fresh
+process that validates its config (which reads the streams) before it trains, so the
+streams are also kept on disk (``cache_dir``), keyed by the corpus (for the default
+one: the interpreter's standard library and version; for a named one: its files'
+sizes and times), the tokenizer file and this module's and ``text``'s source: any
+change to what makes the streams makes new ones.
+
 The model side is decided here: MiniLM's 30522-word vocabulary with its frozen word
 vectors (``token_table="minilm"``), two classes, pooled.
 """
@@ -27,15 +34,21 @@ vectors (``token_table="minilm"``), two classes, pooled.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 import re
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch
 
 from pelab.errors import PelabError
 from pelab.tasks import register
+from pelab.tasks import text as text_task
 from pelab.tasks.base import Batch, Task
-from pelab.tasks.text import load_corpus
+from pelab.tasks.text import default_corpus, load_corpus
 
 #: A prose line: only word characters, spaces and light punctuation, at least MIN_WORDS words.
 PROSE = re.compile(r"^[A-Za-z0-9 ,.;:'\"()!?\-]+$")
@@ -51,6 +64,7 @@ MIN_PARAGRAPHS = 20
 #: Code that slips through (a docstring's code example, a string that fooled the quote count).
 CALL = re.compile(r"\w\(")
 BLOCK = re.compile(r"^(if|elif|else|for|while|with|try|except|finally|def|class|return|raise|assert)\b.*:$")
+NOT_LETTER = re.compile(r"[^A-Za-z]")
 
 
 def is_python(lines: list[str]) -> bool:
@@ -69,11 +83,10 @@ def text_lines(lines: list[str]) -> list[str]:
 
 
 def is_prose(line: str) -> bool:
-    letters = sum(c.isalpha() for c in line)
     return (
-        bool(PROSE.match(line))
+        bool(PROSE.match(line))  # first: it turns most lines away, and what it passes is ASCII
         and len(line.split()) >= MIN_WORDS
-        and letters >= 0.7 * len(line)
+        and len(NOT_LETTER.sub("", line)) >= 0.7 * len(line)
         and not CALL.search(line)
         and not BLOCK.match(line)
     )
@@ -98,8 +111,7 @@ def prose_paragraphs(text: str) -> list[str]:
     return paragraphs
 
 
-@functools.lru_cache(maxsize=4)
-def word_pieces(corpus: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+def tokenize(corpus: str | None) -> tuple[torch.Tensor, torch.Tensor]:
     """(train, validation) streams of MiniLM word-piece ids, paragraphs separated by [SEP]."""
     from pelab.pretrained import tokenizer
 
@@ -113,6 +125,64 @@ def word_pieces(corpus: str | None) -> tuple[torch.Tensor, torch.Tensor]:
             ids.append(tok.sep_id)
         streams.append(torch.tensor(ids, dtype=torch.long))
     return streams[0], streams[1]
+
+
+def cache_dir() -> Path:
+    """$PELAB_CACHE, else $XDG_CACHE_HOME/pelab, else ~/.cache/pelab."""
+    if os.environ.get("PELAB_CACHE"):
+        return Path(os.environ["PELAB_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pelab"
+
+
+def cache_key(corpus: str | None) -> str | None:
+    """What the streams depend on, hashed; None for a corpus that does not exist (load_corpus says why)."""
+    from pelab.pretrained import model_dir
+
+    if corpus is None:  # the stdlib read is fixed by the interpreter
+        files: object = ["stdlib", str(default_corpus()), sys.version]
+    else:
+        root = Path(corpus)
+        if not root.exists():
+            return None
+        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        files = [[str(p.resolve()), st.st_size, st.st_mtime_ns] for p in paths for st in [p.stat()]]
+    tok = model_dir() / "tokenizer.json"
+    code = [hashlib.sha1(Path(f).read_bytes()).hexdigest() for f in (__file__, text_task.__file__)]
+    parts = [files, str(tok), tok.stat().st_size, tok.stat().st_mtime_ns, code, text_task.MAX_BYTES]
+    return hashlib.sha1(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=4)
+def word_pieces(corpus: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``tokenize(corpus)``, read from the disk cache when it holds it, else made and stored there."""
+    from safetensors.torch import load_file, save_file
+
+    key = cache_key(corpus)
+    if key is None:
+        return tokenize(corpus)
+    path = cache_dir() / f"wordorder-{key}.safetensors"
+    try:
+        cached = load_file(path)
+        return cached["train"], cached["validation"]
+    except Exception:  # absent, or unreadable: make it again
+        pass
+    train, validation = tokenize(corpus)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+        save_file({"train": train, "validation": validation}, str(tmp))
+        os.replace(tmp, path)  # whole or absent, whichever process writes it first
+    except OSError:  # a read-only home: every process tokenises for itself
+        pass
+    return train, validation
+
+
+@functools.lru_cache(maxsize=32)
+def starts_of(corpus: str | None, split: str, n: int) -> torch.Tensor:
+    """``paragraph_starts`` of a split's stream, once per (corpus, split, n) per process."""
+    from pelab.pretrained import tokenizer
+
+    return paragraph_starts(word_pieces(corpus)[0 if split == "train" else 1], n, tokenizer().sep_id)
 
 
 def paragraph_starts(stream: torch.Tensor, n: int, sep_id: int) -> torch.Tensor:
@@ -148,9 +218,7 @@ class WordOrder(Task):
         return word_pieces(self.cfg.corpus)[0 if split == "train" else 1]
 
     def starts(self, split: str, n: int) -> torch.Tensor:
-        from pelab.pretrained import tokenizer
-
-        return paragraph_starts(self.stream(split), n, tokenizer().sep_id)
+        return starts_of(self.cfg.corpus, split, n)
 
     def windows(self, split: str, starts: torch.Tensor, reverse: torch.Tensor, n: int) -> Batch:
         """The n pieces from each start, reversed where ``reverse``; label 1 = reversed (and changed)."""

@@ -174,3 +174,15 @@ def test_from_diffs_and_one_sample() -> None:
     assert v == SUPPORTED and lo > 0.1 and math.isclose(mean, 0.32)
     assert one_sample([0.02, 0.03, 0.025], 0.1, "share")[0] == NOT_SUPPORTED
     assert one_sample([0.02, 0.3, 0.1], 0.1, "share")[0] == INCONCLUSIVE
+
+
+def test_equivalence_needs_five_seeds() -> None:
+    # The same tie, from three seeds and from five: SCIENCE.md asks for at least 5 wherever an equivalence is tested.
+    three = comp(arm("a", TIE[0][:3]), arm("b", TIE[1][:3]))
+    five = comp(arm("a", TIE[0]), arm("b", TIE[1]))
+    f3 = family([three], ["acc"], FLOOR, MARGIN, kind="equivalent", combine="all")
+    assert f3.verdict == INCONCLUSIVE and "5 seeds" in f3.rows[0].describe()
+    assert family([five], ["acc"], FLOOR, MARGIN, kind="equivalent", combine="all").verdict == SUPPORTED
+    # ... and so does 'no effect' (inside the margin) as a refutation of a directional claim.
+    assert family([three], ["acc"], FLOOR, MARGIN).verdict == INCONCLUSIVE
+    assert family([five], ["acc"], FLOOR, MARGIN).verdict == NOT_SUPPORTED

@@ -40,6 +40,8 @@ from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTE
 ALPHA = 0.05
 #: Default equivalence margin on relative metrics (loss, perplexity): ±2% of the baseline.
 RELATIVE_MARGIN = 0.02
+#: SCIENCE.md: at least 5 seeds wherever an equivalence is tested (fewer leave it inconclusive).
+MIN_EQUIVALENCE_SEEDS = 5
 
 
 # --- metrics ----------------------------------------------------------------------------
@@ -106,6 +108,7 @@ def margin_for(m: Metric, margin: float) -> float:
 # --- arms and comparisons ---------------------------------------------------------------
 #: How a held-equal key reads in a table cell.
 SHORT = {"task.name": "task", "model.position.scheme": "scheme", "model.combine": "combine", "model.d": "d"}
+
 
 @dataclass(frozen=True)
 class Side:
@@ -257,6 +260,7 @@ class Row:
     verdict: str
     test: Test | None = None  # the test that decided it (None: too small, or no metric informative)
     skipped: list[str] = field(default_factory=list)  # metrics passed over, and why
+    notes: list[str] = field(default_factory=list)  # what else limited the verdict
     level: float = 1 - ALPHA  # confidence of the interval the verdict read
     interval: tuple[float, float] = (math.nan, math.nan)  # raw A − B at ``level``
 
@@ -271,7 +275,8 @@ class Row:
         t = self.test
         lo, hi = self.interval
         what = f"{t.metric.label}, relative to B" if t.metric.relative else t.metric.label
-        return f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}] {what}"
+        text = f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}] {what}"
+        return "; ".join([text, *self.notes])
 
 
 @dataclass
@@ -296,29 +301,38 @@ class Family:
         )
 
 
-def _decide(kind: Kind, lo: float, hi: float, margin: float) -> str:
-    """The rules of SCIENCE.md on an oriented interval (positive = A better)."""
+def _decide(kind: Kind, lo: float, hi: float, margin: float, n: int = MIN_EQUIVALENCE_SEEDS) -> str:
+    """The rules of SCIENCE.md on an oriented interval (positive = A better) from ``n`` paired seeds.
+
+    A conclusion that rests on the interval lying *inside* a margin (an equivalence, a non-inferiority,
+    "no effect") needs at least MIN_EQUIVALENCE_SEEDS pairs; with fewer it stays inconclusive."""
     if math.isnan(lo) or math.isnan(hi):
         return INCONCLUSIVE
+    equivalence_ok = n >= MIN_EQUIVALENCE_SEEDS
     if kind == "better":
         if lo > 0:
             return SUPPORTED
-        if hi < 0 or (-margin <= lo and hi <= margin):
+        if hi < 0 or (equivalence_ok and -margin <= lo and hi <= margin):
             return NOT_SUPPORTED
         return INCONCLUSIVE
     if kind == "equivalent":
-        if -margin <= lo and hi <= margin:
+        if equivalence_ok and -margin <= lo and hi <= margin:
             return SUPPORTED
         if lo > margin or hi < -margin:
             return NOT_SUPPORTED
         return INCONCLUSIVE
     if kind == "not_worse":
-        if lo > -margin:
+        if equivalence_ok and lo > -margin:
             return SUPPORTED
         if hi < -margin:
             return NOT_SUPPORTED
         return INCONCLUSIVE
     raise ValueError(kind)
+
+
+def _capped(kind: Kind, lo: float, hi: float, margin: float, n: int) -> bool:
+    """Whether only the seed count kept this interval from an equivalence-type conclusion."""
+    return n < MIN_EQUIVALENCE_SEEDS and _decide(kind, lo, hi, margin) != _decide(kind, lo, hi, margin, n)
 
 
 def choose_test(c: Comparison, chain: Sequence[str]) -> tuple[Test | None, list[str]]:
@@ -417,8 +431,12 @@ def decide(
     decisions = holm([_p_for(kind, t, m, combine) for _, t, m in tests], alpha)
     for (i, t, m), (rejected, level) in zip(tests, decisions, strict=True):
         row = rows[i]
-        plain = _decide(kind, *t.oriented(1 - alpha), m)
-        strict = _decide(kind, *t.oriented(level), m)
+        plain = _decide(kind, *t.oriented(1 - alpha), m, t.n)
+        strict = _decide(kind, *t.oriented(level), m, t.n)
+        if _capped(kind, *t.oriented(1 - alpha), m, t.n):
+            row.skipped.append(
+                f"inside the margin, but an equivalence needs ≥ {MIN_EQUIVALENCE_SEEDS} seeds ({t.n} here)"
+            )
         if combine == "any":
             # Support on some row needs Holm; refuting every row is an intersection, so 95% each suffices.
             if rejected and strict == SUPPORTED:

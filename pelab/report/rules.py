@@ -434,9 +434,7 @@ def decide(
         plain = _decide(kind, *t.oriented(1 - alpha), m, t.n)
         strict = _decide(kind, *t.oriented(level), m, t.n)
         if _capped(kind, *t.oriented(1 - alpha), m, t.n):
-            row.skipped.append(
-                f"inside the margin, but an equivalence needs ≥ {MIN_EQUIVALENCE_SEEDS} seeds ({t.n} here)"
-            )
+            row.notes.append(f"inside the margin, but equivalence needs ≥ {MIN_EQUIVALENCE_SEEDS} seeds ({t.n} here)")
         if combine == "any":
             # Support on some row needs Holm; refuting every row is an intersection, so 95% each suffices.
             if rejected and strict == SUPPORTED:

@@ -209,7 +209,7 @@ def test_c17_ranks_only_learned_arms() -> None:
 # --- the report's opening line is assembled from verdicts -----------------------------------------
 def test_answer_is_assembled_from_the_verdicts() -> None:
     from pelab.report.claims import ClaimResult
-    from pelab.report.summary import answer
+    from pelab.report.summary import answer, headline
 
     def result(cid: str, verdict: str, key: str = "") -> ClaimResult:
         return ClaimResult(id=cid, title=f"title {cid}", claim="", source="", rule="", verdict=verdict, key=key)
@@ -221,10 +221,10 @@ def test_answer_is_assembled_from_the_verdicts() -> None:
         result("C10", NO_INFO),
     ]
     lines = answer(claims)
-    head = lines[0]["text"]
+    head = headline(claims)
     assert "did not beat adding on any task (C6)" in head
     assert "not settled at this budget (C9)" in head
     assert "decode perfectly from the sum and the concatenation alike (C10)" in head
     assert "costs ×1.5 params, ×1.5 FLOPs (C5)" in head
-    assert [x["id"] for x in lines[1:]] == ["C6", "C5", "C9", "C10"]
-    assert answer([result("C6", SUPPORTED)])[0]["text"].startswith("Added or concatenated? In this run, concatenating")
+    assert [x["id"] for x in lines] == ["C6", "C5", "C9", "C10"]
+    assert headline([result("C6", SUPPORTED)]).startswith("Added or concatenated? In this run, concatenating")

@@ -25,7 +25,7 @@ from pelab.errors import PelabError
 from pelab.files import write_atomic
 from pelab.report.claims import ClaimResult, Figure, ReportContext, Table, all_claims
 from pelab.report.figures import curves_plot
-from pelab.report.summary import DOC, answer, claims_markdown, scale
+from pelab.report.summary import DOC, answer, claims_markdown, headline, scale
 from pelab.report.verdicts import (
     ERROR,
     EXACT,
@@ -232,6 +232,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         source=ctx.study.source,
         Table=Table,
         answer=answer(claims),
+        headline=headline(claims),
         scale=scale(ctx),
     )
     data["report_seconds"] = f"{time.perf_counter() - started:.0f}"

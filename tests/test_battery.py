@@ -1,11 +1,12 @@
 """One battery over every valid (scheme, combiner) pair, for encoders and decoders.
 
 Valid means what ``ModelConfig`` accepts: schemes with an input table take every
-combiner but ``none``; attention-level schemes take ``none``; a few pairs also
-carry segment embeddings (n_segments=2), where any combiner has something to
-combine. Each case checks shapes, seeded determinism, a safetensors round trip,
-gradients reaching every parameter, and causality (decoders) or its absence
-(encoders).
+combiner but ``none`` and ``matrix``; attention-level schemes take ``none`` and
+``matrix`` (whose per-position maps are its own table); a few pairs also carry
+segment embeddings (n_segments=2), where any combiner has something to combine.
+Each case checks shapes, seeded determinism, a safetensors round trip, gradients
+reaching every parameter, causality (decoders) or its absence (encoders), and
+permutation equivariance exactly when nothing carries position.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pelab.positions import SCHEMES
 D, HEADS, LAYERS, VOCAB, OUT, T, B, MAX_LEN, PATCH = 16, 2, 2, 11, 7, 16, 3, 32, 12
 TABLE_SCHEMES = [("sinusoidal", "paper"), ("sinusoidal", "tensor2tensor"), ("learned", "paper"), ("sincos2d", "paper")]
 ATTENTION_SCHEMES = ["none", "rotary", "alibi", "t5", "untied"]
-INPUT_COMBINERS = ["add", "scaled_add", "concat_split", "concat_wide", "concat_project", "gated"]
+INPUT_COMBINERS = ["add", "scaled_add", "concat_split", "concat_wide", "concat_project", "gated", "multiply"]
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,12 @@ class Case:
     layout: str = "paper"
     n_segments: int = 0
     patches: bool = False
+    rank: int | None = None  # matrix_rank
 
     @property
     def id(self) -> str:
-        parts = [self.scheme if self.layout == "paper" else f"{self.scheme}-{self.layout}", self.combine]
+        combine = self.combine if self.rank is None else f"{self.combine}-r{self.rank}"
+        parts = [self.scheme if self.layout == "paper" else f"{self.scheme}-{self.layout}", combine]
         if self.n_segments:
             parts.append("seg")
         if self.patches:
@@ -59,6 +62,7 @@ class Case:
             grid=(4, 4) if self.scheme == "sincos2d" else None,
             position=PositionConfig(scheme=self.scheme, layout=self.layout),
             combine=self.combine,
+            matrix_rank=self.rank,
         )
 
     def model_width(self) -> int:
@@ -72,6 +76,8 @@ class Case:
 CASES = (
     [Case(s, c, layout) for s, layout in TABLE_SCHEMES for c in INPUT_COMBINERS]
     + [Case(s, "none") for s in ATTENTION_SCHEMES]
+    + [Case(s, "matrix") for s in ATTENTION_SCHEMES]
+    + [Case("none", "matrix", rank=3), Case("rotary", "matrix", rank=0)]
     + [
         Case("sinusoidal", "add", n_segments=2),
         Case("sinusoidal", "scaled_add", n_segments=2),
@@ -85,6 +91,11 @@ CASES = (
         Case("none", "none", n_segments=2),
         Case("sincos2d", "add", patches=True),
         Case("sincos2d", "concat_split", patches=True),
+        Case("sinusoidal", "multiply", n_segments=2),
+        Case("t5", "multiply", n_segments=2),  # no input table: segments are all it multiplies by
+        Case("none", "matrix", n_segments=2),
+        Case("sincos2d", "multiply", patches=True),
+        Case("none", "matrix", rank=5, patches=True),
     ]
 )
 KINDS = ["encoder", "decoder"]
@@ -198,3 +209,26 @@ def test_decoder_causality_in_segment_ids(case: Case) -> None:
         y, y2 = model(x, seg).logits, model(x, seg2).logits
     assert torch.equal(y[:, :-1], y2[:, :-1])
     assert not torch.allclose(y[:, -1], y2[:, -1])
+
+
+def carries_position(case: Case, kind: str) -> bool:
+    """Whether anything in the model can tell positions apart: a scheme, matrix's maps, or the causal mask."""
+    return kind == "decoder" or case.scheme != "none" or (case.combine == "matrix" and case.rank != 0)
+
+
+@battery
+def test_permutation_equivariance_only_without_position(case: Case, kind: str) -> None:
+    """f(x[π]) = f(x)[π] to round-off exactly when nothing carries position (claim C8): every scheme, every
+    combiner that meets a table (multiply too), matrix's maps and the causal mask break it."""
+    model = build(case, kind).double()
+    x, seg = make_inputs(case)
+    x = x.double() if case.patches else x
+    perm = torch.randperm(T, generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        y = model(x, seg).logits
+        yp = model(x[:, perm], seg[:, perm] if seg is not None else None).logits
+    gap = (yp - y[:, perm]).abs().max().item()
+    if carries_position(case, kind):
+        assert gap > 1e-3
+    else:
+        assert gap < 1e-10

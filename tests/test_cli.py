@@ -20,7 +20,9 @@ import pytest
 from pelab.cli import main
 
 SCHEMES = ["sinusoidal", "learned", "none", "rotary", "alibi", "t5", "untied", "sincos2d"]
-COMBINERS = ["add", "scaled_add", "concat_split", "concat_wide", "concat_project", "gated", "none"]
+COMBINERS = [
+    "add", "scaled_add", "concat_split", "concat_wide", "concat_project", "gated", "none", "multiply", "matrix"
+]  # fmt: skip
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 COMMANDS: dict[str, list[str]] = {
@@ -171,6 +173,40 @@ def test_params_prints_a_row_per_combiner_with_hand_counted_sizes(monkeypatch, c
         cells = rows[name]
         assert cells[0:4] == [d_token, d_position, d_model, n_params], (name, cells)
         assert cells[5] == flops, (name, cells)
+
+
+def test_params_prints_what_multiply_and_matrix_cost(monkeypatch, capsys) -> None:
+    """The same settings (d=16, 2 layers, T=64, max_len 512): multiply adds nothing to add; matrix runs with
+    position=none and adds one full 16 x 16 map per position, 512·256 parameters and 2·256 FLOPs/token."""
+    r = run_in_process(["params", "--d", "16"], monkeypatch, capsys)
+    assert r.rc == 0, r.stderr
+    rows = {
+        cells[1].strip(): [c.strip() for c in cells[2:-1]]
+        for cells in (line.split("│") for line in r.stdout.splitlines() if line.startswith("│"))
+    }
+    assert rows["multiply"][:4] == ["16", "16", "16", "6,816"] and rows["multiply"][5] == "20,992"
+    matrix = rows["matrix (position=none)"]
+    assert matrix[:4] == ["16", "0", "16", f"{6816 + 512 * 16 * 16:,}"] and matrix[5] == f"{20992 + 2 * 16 * 16:,}"
+
+
+@pytest.mark.parametrize(
+    "args", [["--combine", "multiply", "--task", "copy"], ["--combine", "matrix", "--position", "none"]]
+)
+def test_run_trains_with_multiply_and_matrix(args, monkeypatch, capsys, tmp_path) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    common = ["--length", "4", "--d", "16", "--steps", "3", "--threads", "1", "--device", "cpu", "--json"]
+    r = run_in_process(["run", *args, *common], monkeypatch, capsys)
+    assert r.rc in (0, None), r.stderr
+    assert json.loads(r.stdout)["status"] == "done"
+
+
+def test_matrix_beside_an_input_table_is_one_line(monkeypatch, capsys, tmp_path) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = run_in_process(["run", "--combine", "matrix", "--steps", "1"], monkeypatch, capsys)
+    assert_one_line_error(r, "combine", "combine=matrix", "sinusoidal", "position=none")
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- more mistakes, through the same entry point in-process (no torch import per case) -------------------

@@ -13,7 +13,7 @@ from pelab.errors import PelabError
 from pelab.model import Transformer
 
 SCHEME_NAMES = "alibi, learned, none, rotary, sincos2d, sinusoidal, t5, untied"
-COMBINER_NAMES = "add, concat_project, concat_split, concat_wide, gated, none, scaled_add"
+COMBINER_NAMES = "add, concat_project, concat_split, concat_wide, gated, matrix, multiply, none, scaled_add"
 
 
 def make(**kw) -> Transformer:
@@ -65,6 +65,9 @@ def test_nope_encoder_with_pooling_is_permutation_invariant() -> None:
         ("encoder", "alibi", "none"),
         ("encoder", "t5", "none"),
         ("encoder", "untied", "none"),
+        ("encoder", "sinusoidal", "multiply"),
+        ("encoder", "learned", "multiply"),
+        ("encoder", "none", "matrix"),  # its per-position maps are the only position signal
         ("decoder", "none", "none"),  # the causal mask alone breaks the symmetry
     ],
 )
@@ -112,6 +115,7 @@ FLOP_CASES = [
     dict(position=PositionConfig(scheme="sinusoidal"), combine="concat_wide"),
     dict(position=PositionConfig(scheme="learned"), combine="concat_project"),
     dict(position=PositionConfig(scheme="learned"), combine="gated"),
+    dict(position=PositionConfig(scheme="learned"), combine="multiply"),  # elementwise: no FLOPs counted
     dict(position=PositionConfig(scheme="none"), combine="none"),
     dict(position=PositionConfig(scheme="rotary"), combine="none"),
     dict(position=PositionConfig(scheme="alibi"), combine="none"),
@@ -152,6 +156,26 @@ def test_flops_per_token_match_flop_counter(case: dict, kind: str) -> None:
     full = count(model, x, math_backend=True)
     assert sum(full.values()) == (matmul + attention) * T
     assert model.flops_per_token(T) == matmul + attention
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+@pytest.mark.parametrize("scheme, rank", [("none", 4), ("none", None), ("alibi", 7)])
+def test_matrix_flops_match_flop_counter(scheme: str, rank: int | None, kind: str) -> None:
+    """matrix's per-position maps are batched products (aten.bmm), beside the linear layers' aten.mm:
+    Vᵀx and U(Vᵀx) are 2·d·r FLOPs each per token, a full A_pos x (rank d) 2·d². Under the default
+    backend the mm count is the linear layers alone; under MATH, everything, attention included."""
+    T, d = 16, 32
+    model = make(kind=kind, position=PositionConfig(scheme=scheme), combine="matrix", matrix_rank=rank)
+    x = torch.randint(0, 13, (1, T))
+    matmul, attention = hand_flops_per_token(model.cfg, T)
+    maps = 2 * d * d if rank is None else 2 * 2 * d * rank
+
+    default = count(model, x, math_backend=False)
+    assert sum(n for op, n in default.items() if op in ("aten.mm", "aten.addmm")) == matmul * T
+
+    full = count(model, x, math_backend=True)
+    assert sum(full.values()) == (matmul + attention + maps) * T
+    assert model.flops_per_token(T) == matmul + attention + maps
 
 
 def test_flops_with_pooled_head() -> None:
@@ -214,6 +238,9 @@ def test_unknown_scheme_names_field_and_allowed_values() -> None:
         ("sinusoidal", "none", r"^combine: combine=none would discard the sinusoidal table"),
         ("rotary", "add", r"^combine: position=rotary has no input table"),
         ("alibi", "concat_split", r"^combine: position=alibi has no input table"),
+        ("rotary", "multiply", r"^combine: position=rotary has no input table"),
+        ("sinusoidal", "matrix", r"^combine: combine=matrix would discard the sinusoidal table"),
+        ("sincos2d", "matrix", r"^combine: combine=matrix would discard the sincos2d table"),
     ],
 )
 def test_pairs_that_cannot_combine_are_rejected(scheme: str, combine: str, message: str) -> None:

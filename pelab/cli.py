@@ -270,24 +270,10 @@ def study(
         f"{outcome.ran} run(s) in {outcome.seconds:.1f}s ({outcome.skipped} already stored, "
         f"{outcome.failed} failed, {outcome.diverged} diverged); results: {out}"
     )
-    if spec.pretrained is not None:
-        _pretrained_runs(out, spec.pretrained)
     if report:
         _report(out)
     else:
         _results_table(out)
-
-
-def _pretrained_runs(out: Path, settings: dict) -> None:
-    """C9's runs (frozen MiniLM word vectors), part of the study: stored, and skipped when done."""
-    from pelab.pretrained import INSTALL_HINT, available
-    from pelab.report.claims_pretrained import run_pretrained
-
-    if not available():
-        console.print(f"[yellow]C9 skipped[/]: {INSTALL_HINT}")
-        return
-    with console.status("C9: training on frozen MiniLM word vectors (stored runs are skipped)"):
-        run_pretrained(out, settings)
 
 
 def _report(out: Path) -> None:
@@ -378,26 +364,22 @@ def pretrained(
     skip_c9: Annotated[bool, typer.Option("--skip-c9", help="only analyse the tables; train nothing")] = False,
 ) -> None:
     """MiniLM (pelab[pretrained]): what its learned positions encode (C16, C11, C1, geometry) beside
-    sinusoidal, and frozen word vectors + positions added or concatenated (C9)."""
+    sinusoidal, and frozen word vectors + positions added or concatenated (C9: the quick preset's C9
+    grids, run by the study driver into OUT/c9)."""
     from pelab.pretrained import model_dir
 
     model_dir()  # the one-line install hint, before any work
     if seeds < 1 or steps < 1:
         raise PelabError(f"{'seeds' if seeds < 1 else 'steps'}: must be a positive integer")
-    from pelab.pretrained.frozen import Budget, arms
+    from pelab.pretrained.frozen import Budget, study_text
     from pelab.pretrained.report import run as run_pretrained
+    from pelab.pretrained.report import summary_lines
+    from pelab.study.grid import parse_study
 
     budget = None if skip_c9 else Budget(seeds=seeds, steps=steps, corpus=corpus)
     if budget is not None:  # a bad corpus is the user's mistake: say so before the analyses
-        from pelab.pretrained.frozen import config
-
-        config(arms()[0], 0, budget)
-    with console.status("measuring MiniLM's tables") as status:
-        numbers, files = run_pretrained(
-            out, budget, on_run=lambda i, n, label: status.update(f"C9: run {i + 1}/{n} ({label})")
-        )
-    from pelab.pretrained.report import summary_lines
-
+        parse_study(study_text(budget))
+    numbers, files = run_pretrained(out, budget, console)
     for line in summary_lines(numbers):
         console.print(escape(line))
     console.print(f"wrote {', '.join(f.name for f in files)} in {out}")

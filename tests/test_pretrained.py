@@ -132,14 +132,37 @@ def test_c9_verdicts() -> None:
     records = []
     for seed, (add, concat) in enumerate([(0.80, 0.85), (0.82, 0.86), (0.79, 0.85)]):
         records += [record("add+sinusoidal", seed, add), record("concat_split+sinusoidal", seed, concat)]
-    s = frozen.summarize(records)
+    s = frozen.summarize(records, floor=0.8, margin=0.01)
     assert s["comparisons"][0]["verdict"] == "supported" and s["verdict"] == "supported"
     assert s["arms"]["add+sinusoidal"]["acc"] == pytest.approx((0.80 + 0.82 + 0.79) / 3)
+    assert (s["floor"], s["margin"]) == (0.8, 0.01)
     flipped = [{**r, "arm": {"add+sinusoidal": "concat_split+sinusoidal"}.get(r["arm"], "add+sinusoidal")}
                for r in records]  # fmt: skip
-    assert frozen.summarize(flipped)["verdict"] == "not supported"
-    low = [{**r, "acc": r["acc"] - 0.3} for r in records]
-    assert frozen.summarize(low)["verdict"].startswith("budget too small")
+    assert frozen.summarize(flipped, floor=0.8, margin=0.01)["verdict"] == "not supported"
+    low = [{**r, "acc": r["acc"] - 0.15} for r in records]  # above the old private floor of 0.6, below 0.8
+    assert frozen.summarize(low, floor=0.8, margin=0.01)["verdict"].startswith("budget too small")
+
+
+def test_c9_grids_are_the_presets_and_the_command() -> None:
+    """One list of C9's arms: grids_toml writes the presets' C9 grids, and `pelab pretrained` runs it."""
+    import inspect
+    import tomllib
+
+    from pelab.cli import pretrained as command
+
+    presets = Path(__file__).parents[1] / "pelab" / "presets"
+    for name in ("quick", "full"):
+        text = (presets / f"{name}.toml").read_text()
+        steps = {g["set"].get("train.steps") for g in tomllib.loads(text)["grid"] if "C9" in g["name"]}
+        assert len(steps) == 1, steps  # every arm gets the same budget
+        assert frozen.grids_toml(steps.pop()) in text, f"{name}.toml: C9 grids differ from frozen.grids_toml"
+    quick_steps = {g["set"].get("train.steps") for g in tomllib.loads((presets / "quick.toml").read_text())["grid"]
+                   if "C9" in g["name"]}  # fmt: skip
+    assert {inspect.signature(command).parameters["steps"].default} == quick_steps
+    text = frozen.study_text(frozen.Budget(seeds=2, steps=5, corpus="some/text.txt"))
+    raw = tomllib.loads(text)
+    assert raw["seeds"] == [0, 1] and raw["report"] == {"floor": 0.8, "margin": 0.01}
+    assert all(g["set"]["train.steps"] == 5 and g["set"]["task.corpus"] == "some/text.txt" for g in raw["grid"])
 
 
 def test_missing_package_in_process(monkeypatch) -> None:
@@ -295,19 +318,59 @@ def test_frozen_word_vectors_in_a_model(tmp_path) -> None:
 
 
 @needs_minilm
-def test_tiny_c9_runs_stores_and_resumes(tmp_path) -> None:
-    budget = frozen.Budget(seeds=2, steps=3, batch_size=8, length=8, d=32, d_position=8, n_heads=2)
-    records = frozen.run_arms(budget, str(tmp_path / "c9"))
-    assert len(records) == 2 * len(frozen.arms()) and all(r["status"] == "done" for r in records)
-    none = [r for r in records if r["arm"] == "no positions"]
-    assert all(r["acc"] == pytest.approx(0.5, abs=0.02) for r in none)  # no positions: a reversal is invisible
-    calls = []
-    again = frozen.run_arms(budget, str(tmp_path / "c9"), on_run=lambda i, n, label: calls.append(label))
-    assert [r["acc"] for r in again] == [r["acc"] for r in records] and len(calls) == len(records)
-    summary = frozen.summarize(records)
-    assert summary["verdict"].startswith("budget too small")  # 3 steps learn nothing; the verdict says so
-    assert summary["arms"]["concat_wide+sinusoidal"]["d_model"] == 40
-    assert summary["arms"]["add@wide+sinusoidal"]["d_token"] == 40
+def test_presets_hold_c9_as_ordinary_runs() -> None:
+    from pelab.study.grid import load_study
+
+    presets = Path(__file__).parents[1] / "pelab" / "presets"
+    for name, seeds in (("quick", 3), ("full", 5)):
+        study = load_study(presets / f"{name}.toml")
+        c9 = [r for r in study.runs if r.task.name == "wordorder"]
+        assert len(c9) == len(frozen.arm_order()) * seeds
+        assert {frozen.label(r) for r in c9} == set(frozen.arm_order())
+        assert all(r.model.token_table == "minilm" and r.task.eval_multipliers == (1.0,) for r in c9)
+        assert len({(r.train, r.task) for r in c9}) == 1  # one budget, one task for every arm
+        widths = {frozen.label(r): r.model.widths().model for r in c9}
+        assert widths["concat_wide+learned"] == widths["add@wide+learned"] == frozen.D + frozen.D_POSITION
+
+
+@needs_minilm
+def test_c9_runs_are_study_runs_stored_skipped_and_retrained(tmp_path) -> None:
+    """`pelab pretrained`'s C9 goes through run_study: one results.sqlite, stored runs skipped, new steps retrain."""
+    from pelab.pretrained.report import run_c9
+    from pelab.study.driver import run_study
+    from pelab.study.grid import parse_study
+    from pelab.study.store import Store
+
+    out = tmp_path / "c9"
+    budget = frozen.Budget(seeds=1, steps=2)
+    summary = run_c9(out, budget)
+    n = len(frozen.arm_order())
+    with Store(out, create=False) as store:
+        rows = store.rows()
+    assert len(rows) == n and all(r["status"] == "done" for r in rows)
+    assert [r["arm"] for r in summary["runs"]] == frozen.arm_order()
+    assert summary["arms"]["no positions"]["acc"] == pytest.approx(0.5, abs=0.02)  # a reversal is invisible
+    assert (summary["floor"], summary["margin"]) == (0.8, 0.01)  # the study's, not a private floor
+    assert summary["verdict"].startswith("budget too small")  # 2 steps learn nothing; the verdict says so
+    assert summary["arms"]["concat_wide+sinusoidal"]["d_model"] == frozen.D + frozen.D_POSITION
+    assert summary["arms"]["add@wide+sinusoidal"]["d_token"] == frozen.D + frozen.D_POSITION
+    again = run_study(parse_study(frozen.study_text(budget)), out, quiet=True)
+    assert (again.skipped, again.ran) == (n, 0)
+    more = parse_study(frozen.study_text(frozen.Budget(seeds=1, steps=3)))
+    assert not {r.run_id for r in more.runs} & {r["run_id"] for r in rows}  # the steps are in every run's id
+    more.runs = [r for r in more.runs if frozen.label(r) in ("no positions", "add+learned")]  # two of them suffice
+    outcome = run_study(more, out, quiet=True)
+    assert (outcome.skipped, outcome.ran, outcome.failed) == (0, 2, 0)
+    with Store(out, create=False) as store:
+        assert len(store.rows()) == n + 2
+
+
+def test_pretrained_json_is_written_whole(tmp_path) -> None:
+    from pelab.pretrained.report import JSON_NAME, write
+
+    path = write(tmp_path, {"x": float("nan"), "y": [1.5]})
+    assert path == tmp_path / JSON_NAME and json.loads(path.read_text()) == {"x": None, "y": [1.5]}
+    assert [p.name for p in tmp_path.iterdir()] == [JSON_NAME]  # no temp file left beside it
 
 
 # --- the command, read last ---------------------------------------------------------------

@@ -76,6 +76,7 @@ def test_grid_expands_pairs_seeds_and_dedupes(tmp_path: Path) -> None:
         ("seeds = []", "seeds"),
         ("colour = 1", "unknown key 'colour'"),
         ("[axes]\n\"model.combine\" = 'add'", "non-empty list"),
+        ("[pretrained]\nseeds = 3\nsteps = 300", "C9's runs are ordinary [[grid]]s"),
     ],
 )
 def test_malformed_study_one_line_exit_2_nothing_written(tmp_path: Path, text: str, needle: str) -> None:
@@ -90,6 +91,20 @@ def test_malformed_study_one_line_exit_2_nothing_written(tmp_path: Path, text: s
     assert not out.exists()
     with pytest.raises(PelabError):
         parse_study(text)
+
+
+def test_pretrained_table_points_at_the_quick_preset() -> None:
+    with pytest.raises(PelabError, match=r"pelab/presets/quick\.toml") as e:
+        parse_study(STUDY.format(steps=30) + "\n[pretrained]\nseeds = 3\n")
+    assert "\n" not in str(e.value)
+
+
+def test_grid_does_not_import_the_report() -> None:
+    """The study parser stands below the report: importing it loads nothing of pelab.report."""
+    code = "import sys, pelab.study.grid; print(sorted(m for m in sys.modules if m.startswith('pelab.report')))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
 
 
 def test_sigkill_then_resume_matches_clean_run(tmp_path: Path) -> None:

@@ -1,160 +1,167 @@
 """C9: does adding positions to pretrained (frozen) word vectors damage them?
 
-Every arm reads MiniLM's frozen word vectors (``token_table="minilm"``) on the
-``wordorder`` task (a real paragraph's opening, forwards or reversed) and differs
-only in how positions meet them: ``add`` or ``concat_split`` at the same width d,
-``concat_wide`` (width d + d_position) and ``add`` at that same total width, each
-with sinusoidal and with learned positions; and a control with no positions at all,
-which must sit at chance. Same task, batches, budget and evaluation set; seeds
-paired across arms. Runs go to a results store (``OUT/results.sqlite``, the study
-format: `pelab results OUT --by model.combine --by model.position.scheme --by model.d`
-reads it, and a second call skips what is stored).
+Every arm reads MiniLM's frozen word vectors (the ``wordorder`` task sets
+``token_table="minilm"``) on the ``wordorder`` task (a real paragraph's opening,
+forwards or reversed) and differs only in how positions meet them: ``add`` or
+``concat_split`` at the same width d, ``concat_wide`` (width d + d_position) and ``add``
+at that same total width, each with sinusoidal and with learned positions; and a
+control with no positions at all, which must sit at chance. Same task, batches, budget
+and evaluation set; seeds paired across arms.
+
+The arms are ordinary ``[[grid]]``s of a study, written by ``grids_toml``: the presets
+hold its text for their budget (a test keeps them equal), so `pelab study` trains them
+with every other run, and `pelab pretrained` runs the same grids through
+``pelab.study.driver.run_study`` into a folder of its own. ``summarize`` reads the
+stored runs back with the study's floor and margin.
 
 Word vectors are 384 wide; an arm whose token embedding is narrower reads their
-fixed PCA projection (see ``pelab.pretrained.minilm.word_table``). The default
-d = 128 keeps the whole experiment within minutes on two CPU cores.
+fixed PCA projection (see ``pelab.pretrained.minilm.word_table``). d = 128 keeps the
+whole experiment within a minute or two on two CPU cores.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
-from pelab.config import RunConfig, build
+from pelab.config import RunConfig
 from pelab.report.verdicts import TOO_SMALL, combine_any, directional
 from pelab.study.stats import t_interval
 
-#: Below this evaluation accuracy an arm has not learned the task (chance is 0.5).
-FLOOR = 0.6
-#: Differences inside +-MARGIN count as equal (the study's default equivalence margin).
-MARGIN = 0.01
+#: What every arm shares (the width d is the add / concat_split width; concat_wide adds D_POSITION).
+D, D_POSITION, LENGTH, N_LAYERS, N_HEADS, LR, BATCH_SIZE = 128, 32, 16, 1, 4, 1e-3, 32
+POSITIONS = ("sinusoidal", "learned")
+COMBINES = ("add", "concat_split", "concat_wide")
+NAME = "C9: frozen MiniLM word vectors + positions"
 
 
 @dataclass(frozen=True)
 class Budget:
-    """What every arm shares."""
+    """What `pelab pretrained` may change; the rest is fixed above."""
 
     seeds: int = 3
     steps: int = 300
-    batch_size: int = 32
-    length: int = 16
-    d: int = 128
-    d_position: int = 32
-    n_layers: int = 1
-    n_heads: int = 4
-    lr: float = 1e-3
     corpus: str | None = None
 
-
-@dataclass(frozen=True)
-class Arm:
-    combine: str
-    position: str
-    wide: bool = False  # add at concat_wide's total width
-
-    @property
-    def label(self) -> str:
-        if self.combine == "none":
-            return "no positions"
-        return f"add@wide+{self.position}" if self.wide else f"{self.combine}+{self.position}"
+    def describe(self) -> dict[str, Any]:
+        """Every setting the arms share, for the report's setup line."""
+        return {**asdict(self), "batch_size": BATCH_SIZE, "length": LENGTH, "d": D, "d_position": D_POSITION,
+                "n_layers": N_LAYERS, "n_heads": N_HEADS, "lr": LR}  # fmt: skip
 
 
-def arms() -> list[Arm]:
-    """The C9 arms, and a control without positions (an encoder without them cannot tell a reversal: 50%)."""
-    out = [Arm("none", "none")]
-    for position in ("sinusoidal", "learned"):
-        out += [Arm("add", position), Arm("concat_split", position), Arm("concat_wide", position)]
-        out.append(Arm("add", position, wide=True))
+def _inline(values: dict[str, Any]) -> str:
+    """A TOML inline table of dotted keys (JSON spells strings, numbers and lists as TOML does)."""
+    return "{ " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in values.items()) + " }"
+
+
+def grids_toml(steps: int, corpus: str | None = None) -> str:
+    """C9's ``[[grid]]``s, as a study file holds them: the one list of C9's arms."""
+    task: dict[str, Any] = {"task.name": "wordorder", "task.length": LENGTH, "task.eval_multipliers": [1.0]}
+    if corpus is not None:
+        task["task.corpus"] = corpus
+    train = {"train.steps": steps, "train.batch_size": BATCH_SIZE, "train.lr": LR}
+
+    def fixed(d: int, **model: str) -> dict[str, Any]:
+        shared = {"model.d": d, "model.d_position": D_POSITION, "model.n_layers": N_LAYERS, "model.n_heads": N_HEADS}
+        return {**task, **shared, **{f"model.{k}": v for k, v in model.items()}, **train}
+
+    none = {"position.scheme": "none", "combine": "none"}
+    grids = [
+        ("C9: frozen MiniLM word vectors, positions added or concatenated", fixed(D),
+         {"model.position.scheme": list(POSITIONS), "model.combine": list(COMBINES)}),
+        ("C9: add at concat_wide's width", fixed(D + D_POSITION, combine="add"),
+         {"model.position.scheme": list(POSITIONS)}),
+        ("C9: no positions (chance: 50%)", fixed(D, **none), {}),
+    ]  # fmt: skip
+    out = []
+    for name, fixed, axes in grids:
+        out += ["[[grid]]", f"name = {json.dumps(name)}", f"set = {_inline(fixed)}"]
+        out += [f"axes = {_inline(axes)}"] if axes else []
+        out.append("")
+    return "\n".join(out)
+
+
+def study_text(budget: Budget) -> str:
+    """A study of C9's grids alone, with the study's default floor and margin (what `pelab pretrained` runs)."""
+    from pelab.study.grid import REPORT_KEYS
+
+    head = [f"name = {json.dumps(NAME)}", f"seeds = {list(range(budget.seeds))}", "", "[report]"]
+    head += [f"{k} = {v}" for k, v in REPORT_KEYS.items()]
+    return "\n".join(head) + "\n\n" + grids_toml(budget.steps, budget.corpus)
+
+
+def label(cfg: RunConfig) -> str | None:
+    """A C9 run's arm, as the tables name it; None for a run of another task."""
+    if cfg.task.name != "wordorder":
+        return None
+    m = cfg.model
+    if m.combine == "none":
+        return "no positions"
+    wide = m.combine == "add" and m.d == D + D_POSITION
+    return f"add@wide+{m.position.scheme}" if wide else f"{m.combine}+{m.position.scheme}"
+
+
+def arm_order() -> list[str]:
+    """The arms' labels in the order the tables list them."""
+    out = ["no positions"]
+    for p in POSITIONS:
+        out += [f"{c}+{p}" for c in COMBINES] + [f"add@wide+{p}"]
     return out
 
 
 #: (arm, baseline) pairs whose paired difference decides C9: concat against add at equal width.
 COMPARISONS = [
     (f"{concat}+{p}", f"{base}+{p}")
-    for p in ("sinusoidal", "learned")
+    for p in POSITIONS
     for concat, base in (("concat_split", "add"), ("concat_wide", "add@wide"))
 ]
 
 
-def config(arm: Arm, seed: int, budget: Budget) -> RunConfig:
-    """One arm's run; a config the budget cannot make (a bad corpus, say) is a one-line PelabError."""
-    d = budget.d + budget.d_position if arm.wide else budget.d
-    return build(
-        RunConfig,
-        task=dict(name="wordorder", length=budget.length, corpus=budget.corpus, eval_multipliers=[1.0]),
-        model=dict(
-            d=d,
-            d_position=budget.d_position,
-            n_layers=budget.n_layers,
-            n_heads=budget.n_heads,
-            combine=arm.combine,
-            position=dict(scheme=arm.position),
-        ),
-        train=dict(steps=budget.steps, batch_size=budget.batch_size, lr=budget.lr),
-        seed=seed,
-    )
-
-
-def run_arms(
-    budget: Budget,
-    out: str,
-    threads: int = 1,
-    on_run: Callable[[int, int, str], None] | None = None,
-) -> list[dict[str, object]]:
-    """Train every arm x seed not yet in ``out``'s store; return one record per run.
-
-    One thread by default: the models are small, and on a shared or busy machine a
-    second intra-op thread made some runs 30x slower while it waited for a core.
-    """
-    from pelab.study.store import Store, StudyLock
-    from pelab.train import train_run
-
-    plan = [(arm, config(arm, seed, budget)) for arm in arms() for seed in range(budget.seeds)]
-    records = []
-    with StudyLock(out), Store(out) as store:
-        store.set_meta(name="C9: frozen MiniLM word vectors + positions")
-        stored = {r["run_id"]: r for r in store.rows() if r["status"] == "done"}
-        for i, (arm, cfg) in enumerate(plan):
-            if on_run is not None:
-                on_run(i, len(plan), arm.label)
-            row = stored.get(cfg.run_id)
-            if row is None:
-                result = train_run(cfg, device="cpu", threads=threads)
-                store.write(cfg, result)
-                row = {"status": result.status, "reason": result.reason, "metrics": result.metrics,
-                       "params": result.params, "flops_per_token": result.flops_per_token}  # fmt: skip
-            records.append(
-                dict(
-                    arm=arm.label,
-                    seed=cfg.seed,
-                    run_id=cfg.run_id,
-                    status=row["status"],
-                    reason=row["reason"],
-                    acc=(row["metrics"] or {}).get("acc", math.nan),
-                    params=row["params"],
-                    flops_per_token=row["flops_per_token"],
-                    d_model=cfg.model.widths().model,
-                    d_token=cfg.model.widths().token,
-                )
+def records(rows: list[dict[str, Any]], run_ids: set[str] | None = None) -> list[dict[str, object]]:
+    """One record per stored C9 run (a study store's ``rows()``), restricted to ``run_ids`` when given."""
+    out = []
+    for row in rows:
+        if run_ids is not None and row["run_id"] not in run_ids:
+            continue
+        cfg = RunConfig.model_validate(row["config"])
+        arm = label(cfg)
+        if arm is None:
+            continue
+        out.append(
+            dict(
+                arm=arm,
+                seed=cfg.seed,
+                run_id=row["run_id"],
+                status=row["status"],
+                reason=row["reason"],
+                acc=(row["metrics"] or {}).get("acc", math.nan),
+                params=row["params"],
+                flops_per_token=row["flops_per_token"],
+                d_model=cfg.model.widths().model,
+                d_token=cfg.model.widths().token,
             )
-    return records
+        )
+    order = {a: i for i, a in enumerate(arm_order())}
+    return sorted(out, key=lambda r: (order.get(str(r["arm"]), len(order)), r["seed"]))
 
 
-def summarize(records: list[dict[str, object]]) -> dict[str, object]:
+def summarize(records: list[dict[str, object]], floor: float, margin: float) -> dict[str, object]:
     """Per arm: mean accuracy and 95% t-interval, size; per comparison: paired difference and verdict.
 
-    Verdicts follow ``pelab.report.verdicts``: "concat beats add" is supported when the
-    interval of (concat - add) lies above 0, in at least one comparison whose arms learned.
+    ``floor`` and ``margin`` are the study's (``[report]``): verdicts follow
+    ``pelab.report.verdicts``, "concat beats add" is supported when the interval of
+    (concat - add) lies above 0, in at least one comparison whose arms both reached the floor.
     """
     by_arm: dict[str, list[dict[str, object]]] = {}
     for r in records:
         by_arm.setdefault(str(r["arm"]), []).append(r)
     table = {}
-    for label, rs in by_arm.items():
+    for arm, rs in by_arm.items():
         done = [r for r in rs if r["status"] == "done"]
         mean, lo, hi = t_interval([float(r["acc"]) for r in done])
-        table[label] = dict(
+        table[arm] = dict(
             acc=mean, acc_lo=lo, acc_hi=hi, seeds=len(done), failed=len(rs) - len(done),
             params=int(rs[0]["params"] or 0), flops_per_token=int(rs[0]["flops_per_token"] or 0),
             d_model=rs[0]["d_model"], d_token=rs[0]["d_token"],
@@ -167,8 +174,8 @@ def summarize(records: list[dict[str, object]]) -> dict[str, object]:
         b = {r["seed"]: float(r["acc"]) for r in by_arm[base] if r["status"] == "done"}
         diffs = [a[s] - b[s] for s in sorted(a.keys() & b.keys())]
         mean, lo, hi = t_interval(diffs)
-        learned = table[arm]["acc"] >= FLOOR and table[base]["acc"] >= FLOOR
-        verdict = directional(lo, hi, MARGIN) if learned else TOO_SMALL
+        learned = table[arm]["acc"] >= floor and table[base]["acc"] >= floor
+        verdict = directional(lo, hi, margin) if learned else TOO_SMALL
         comparisons.append(dict(arm=arm, baseline=base, diff=mean, lo=lo, hi=hi, seeds=len(diffs), verdict=verdict))
     overall = combine_any([c["verdict"] for c in comparisons])  # add trails concat in some comparison
-    return {"arms": table, "comparisons": comparisons, "verdict": overall, "floor": FLOOR, "margin": MARGIN}
+    return {"arms": table, "comparisons": comparisons, "verdict": overall, "floor": floor, "margin": margin}

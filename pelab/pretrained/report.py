@@ -2,10 +2,12 @@
 
 ``measure`` computes every number (position table beside a sinusoidal one of the
 same size, norms, subspace overlap); ``figures.draw`` writes the figures; ``run_c9``
-adds the frozen-word-vector experiment; ``markdown_sections`` turns the numbers into
-the report's sections for C9, C11 (the pretrained row), C16 and MiniLM's geometry, so
-the command and the study report say the same thing from the same code
-(``load_or_measure`` hands a study's report the numbers, cached in its folder).
+adds the frozen-word-vector experiment (C9's grids, run by the study driver into a
+folder of their own); ``markdown_sections`` turns the numbers into the report's
+sections for C9, C11 (the pretrained row), C16 and MiniLM's geometry, so the command
+and the study report say the same thing from the same code (``load_or_measure`` hands
+a study's report MiniLM's numbers, cached in its folder; a study trains C9's arms as
+ordinary ``[[grid]]``s).
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import torch
+from rich.console import Console
 
-from pelab.analysis.inputs import write_json
+from pelab.analysis.inputs import jsonable
 from pelab.pretrained import frozen
 from pelab.pretrained import positions as pa
 from pelab.pretrained.figures import draw
@@ -70,12 +74,19 @@ def measure(seed: int = 0) -> dict[str, object]:
     }
 
 
-def run_c9(
-    out: Path, budget: frozen.Budget, on_run: Callable[[int, int, str], None] | None = None
-) -> dict[str, object]:
-    records = frozen.run_arms(budget, str(out), on_run=on_run)
-    summary = frozen.summarize(records)
-    summary["budget"] = budget.__dict__
+def run_c9(out: Path, budget: frozen.Budget, console: Console | None = None) -> dict[str, object]:
+    """C9's grids as a study in ``out`` (its results.sqlite; stored runs are skipped), summarised
+    with the study's floor and margin."""
+    from pelab.study.driver import run_study
+    from pelab.study.grid import parse_study
+    from pelab.study.store import Store
+
+    study = parse_study(frozen.study_text(budget), "pelab pretrained")
+    run_study(study, out, console=console, quiet=console is None, command="pelab pretrained")
+    with Store(out, create=False) as store:
+        records = frozen.records(store.rows(), {cfg.run_id for cfg in study.runs})
+    summary = frozen.summarize(records, **study.report)
+    summary["budget"] = budget.describe()
     summary["runs"] = records
     return summary
 
@@ -210,9 +221,18 @@ def c9_markdown(c9: dict) -> str:
     )
 
 
+def write_atomic(path: Path, text: str) -> Path:
+    """``text`` into ``path``, whole or not at all: a temp file in the same folder, then os.replace."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path
+
+
 def write(out: Path, numbers: dict) -> Path:
     """pretrained.json: plain JSON, non-finite numbers (an interval of one seed) as null."""
-    return write_json(out, JSON_NAME.removesuffix(".json"), numbers)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_atomic(out / JSON_NAME, json.dumps(jsonable(numbers), indent=2, allow_nan=False) + "\n")
 
 
 def summary_lines(numbers: dict) -> list[str]:
@@ -264,32 +284,32 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def run(
-    out: Path, budget: frozen.Budget | None, on_run: Callable[[int, int, str], None] | None = None
-) -> tuple[dict, list[Path]]:
-    """Everything `pelab pretrained` does: numbers, figures, C9 (unless ``budget`` is None), JSON and Markdown."""
+def run(out: Path, budget: frozen.Budget | None, console: Console | None = None) -> tuple[dict, list[Path]]:
+    """Everything `pelab pretrained` does: numbers, figures, C9 (unless ``budget`` is None; its runs
+    in ``out / "c9"``), JSON and Markdown. ``console`` shows progress; None keeps quiet."""
     out.mkdir(parents=True, exist_ok=True)
-    with one_thread():
+    status = console.status("measuring MiniLM's tables") if console is not None else contextlib.nullcontext()
+    with status, one_thread():
         numbers = measure()
         files = draw(out, numbers)
     if budget is not None:
-        numbers["c9"] = run_c9(out / "c9", budget, on_run)
+        numbers["c9"] = run_c9(out / "c9", budget, console)
     files.append(write(out, numbers))
     sections = markdown_sections(numbers)
-    md = out / "pretrained.md"
-    md.write_text("".join(f"## {k}\n\n{v}\n\n" for k, v in sections.items()))
-    files.append(md)
+    md = "".join(f"## {k}\n\n{v}\n\n" for k, v in sections.items())
+    files.append(write_atomic(out / "pretrained.md", md))
     return numbers, files
 
 
-def load_or_measure(folder: Path, budget: frozen.Budget | None = None) -> dict | None:
-    """For a study's report: ``folder``'s pretrained.json when it holds what is asked, else a fresh
-    ``run`` into ``folder`` (figures included); None when the package is not installed."""
+def load_or_measure(folder: Path) -> dict | None:
+    """For a study's report: MiniLM's numbers, from ``folder``'s pretrained.json when it is there, else
+    measured into ``folder`` (figures included; nothing is trained); None when the package is not
+    installed."""
     if not available():
         return None
     path = folder / JSON_NAME
     if path.exists():
         numbers = json.loads(path.read_text())
-        if budget is None or "c9" in numbers:
-            return numbers
-    return run(folder, budget)[0]
+        numbers.pop("c9", None)  # trained by an older pelab outside the study, with a floor of its own
+        return numbers
+    return run(folder, None)[0]

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 from pelab.config import TASK_DECIDES, PositionConfig, RunConfig, validation_message
 from pelab.errors import PelabError
 
-TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid", "report", "pretrained")
+TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid", "report")
 REPORT_KEYS = {"floor": 0.8, "margin": 0.01}
 GRID_KEYS = ("name", "set", "axes")
 
@@ -75,8 +75,6 @@ class Study:
     base: dict[str, Any]
     grids: list[Grid]
     source: str = ""
-    #: C9's budget (MiniLM's frozen word vectors), or None to skip those runs
-    pretrained: dict[str, Any] | None = None
     #: verdict settings: accuracy floor for "learned", equivalence margin
     report: dict[str, float] = field(default_factory=lambda: dict(REPORT_KEYS))
     runs: list[RunConfig] = field(default_factory=list)
@@ -123,6 +121,11 @@ def parse_study(text: str, source: str = "") -> Study:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise PelabError(f"study file: not valid TOML ({e})") from None
+    if "pretrained" in raw:
+        raise PelabError(
+            "pretrained: C9's runs are ordinary [[grid]]s of the study now (task wordorder); remove the "
+            "[pretrained] table and copy the C9 grids from pelab/presets/quick.toml"
+        )
     _check_keys("study", list(raw), list(TOP_KEYS))
     allowed = settable_keys()
     base: dict[str, Any] = {}
@@ -162,18 +165,7 @@ def parse_study(text: str, source: str = "") -> Study:
     for k, v in report.items():
         if not isinstance(v, int | float) or not 0 <= v < 1:
             raise PelabError(f"report.{k}: must be a number in [0, 1) (got {v!r})")
-    pretrained = raw.get("pretrained")
-    if pretrained is not None:
-        from pelab.report.claims_pretrained import PRETRAINED_KEYS
-
-        if not isinstance(pretrained, dict):
-            raise PelabError("pretrained: must be a table of C9 settings (seeds, steps, ...)")
-        _check_keys("pretrained", list(pretrained), list(PRETRAINED_KEYS))
-        for k, v in pretrained.items():
-            if not isinstance(v, int | float) or v <= 0:
-                raise PelabError(f"pretrained.{k}: must be a positive number (got {v!r})")
     study = Study(
-        pretrained=pretrained,
         report={**REPORT_KEYS, **{k: float(v) for k, v in report.items()}},
         name=str(raw.get("name", Path(source).stem if source else "study")),
         description=str(raw.get("description", "")),

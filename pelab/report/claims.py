@@ -32,6 +32,7 @@ from pelab.study.grid import Study
 CHAIN = ("acc", "loss")
 DOC = "claims.md"
 
+
 @dataclass
 class Table:
     title: str
@@ -277,8 +278,13 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
     rows = []
     for row in fam.rows:
         c, t = row.comparison, row.test
-        cells = [side_cell(c.a), side_cell(c.b)]
-        if t is not None and t.metric.key != "acc":
+        measured = t is not None and t.metric.key not in ("acc", "loss")  # probe scores, overlaps: not run metrics
+        cells = (
+            [side_cell(c.a, t.metric.key), side_cell(c.b, t.metric.key)]
+            if measured
+            else [side_cell(c.a), side_cell(c.b)]
+        )
+        if t is not None and not measured and t.metric.key != "acc":
             cells = [f"{cell}; {side_cell(s, t.metric.key).split(': ', 1)[1]} {t.metric.label}"
                      for cell, s in zip(cells, (c.a, c.b), strict=True)]  # fmt: skip
         decided = t.metric.label if t is not None else "–"
@@ -292,8 +298,8 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
                 row.describe() if t is not None else "; ".join(row.skipped) or "–",
                 _level(row) if t is not None else "–",
                 str(min(c.a.seeds(), c.b.seeds())),
-                f"{c.a.params:,} / {c.b.params:,}",
-                f"{c.a.flops:,} / {c.b.flops:,}",
+                f"{c.a.params:,} / {c.b.params:,}" if c.a.params and c.b.params else "–",
+                f"{c.a.flops:,} / {c.b.flops:,}" if c.a.flops and c.b.flops else "–",
                 f"{speed_cell(c.a)} / {speed_cell(c.b)}",
                 words.get(row.verdict, row.verdict),
             ]

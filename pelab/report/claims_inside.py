@@ -33,6 +33,7 @@ from pelab.report.rules import (
     ACC,
     OVERLAP,
     PROBE,
+    SHARE,
     Comparison,
     Evidence,
     Family,
@@ -41,7 +42,6 @@ from pelab.report.rules import (
     family,
     from_diffs,
     metric,
-    one_sample,
     paired_test,
 )
 from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
@@ -158,7 +158,7 @@ def rule_c3(series: list[Evidence], margin: float) -> Family:
     return decide(series, margin, kind="better", combine="all")
 
 
-def rule_c4(share: str, cost: Family) -> str:
+def rule_c4(share: str, cost: Family) -> str:  # share: the verdict of the per-arm threshold family
     """C4 has two halves and names both: the cross terms carry a real share (``share``, a one-sample verdict
     against CROSS_SHARE), and removing them costs (``cost``: add beats untied on some comparison, Holm).
     Supported when both hold; not supported when either fails; otherwise what keeps it open."""
@@ -346,39 +346,87 @@ def width_series(ctx: ReportContext) -> dict[str, list[Comparison]]:
 
 
 def shrink_evidence(name: str, cs: list[Comparison], floor: float) -> Evidence:
-    """Per seed, the gap at the narrowest width minus the gap at the widest, both taken in the direction the
-    gap has at the narrowest width, on each metric of CHAIN: positive = the gap shrank."""
-    small, large = cs[0], cs[-1]
+    """C3's evidence on one width series (concat_split against add, narrowest width first).
+
+    Only widths at which both arms learned enter; the narrowest and the widest of them are compared.
+    Per seed and on each metric of CHAIN, the *add penalty* (concat_split better than add, so positive =
+    adding hurts) at the narrowest width minus the penalty at the widest: positive = the penalty shrank as d
+    grew. The direction is fixed before looking at the data, by the claim itself (adding interferes, less so in
+    high dimensions), not by the sign the narrowest gap happens to have.
+    """
+    learned = [c for c in cs if c.learned(floor)]
+    widths = [c.where["model.d"] for c in learned]
+    where = {"series": name, "widths learned": ", ".join(map(str, widths)) or "none"}
+    if len(learned) < 2:
+        empty = Side("add penalty", {})
+        return Evidence(Comparison(where, empty, empty), False, ())
+    small, large = learned[0], learned[-1]
     tests = []
     for key in CHAIN:
         m = metric(key)
-        gs, gl = paired_test(small, m), paired_test(large, m)
-        seeds_s = sorted(small.a.of(key).keys() & small.b.of(key).keys())
-        seeds_l = sorted(large.a.of(key).keys() & large.b.of(key).keys())
-        common = [i for i, s in enumerate(seeds_s) if s in seeds_l]
-        direction = 1.0 if gs.mean >= 0 else -1.0
-        diffs = [direction * (gs.diffs[i] - gl.diffs[seeds_l.index(seeds_s[i])]) for i in common]
-        bound = m.at_bound([*small.a.of(key).values(), *small.b.of(key).values()])
-        info = f"both arms at the {bound} of {m.label} at the narrowest width" if bound else None
-        t = from_diffs(m, diffs, info)
-        # from_diffs keeps the metric's orientation; the shrink is already oriented (positive = shrank)
-        tests.append(t if m.higher_is_better else from_diffs(ACC if key == "acc" else _flip(m), diffs, info))
+        sign = 1.0 if m.higher_is_better else -1.0
+        arms = [small.a.of(key), small.b.of(key), large.a.of(key), large.b.of(key)]
+        seeds = sorted(set.intersection(*(set(a) for a in arms)))
+
+        def penalty(a: dict[int, float], b: dict[int, float], s: int, m: Any = m, sign: float = sign) -> float:
+            return sign * ((a[s] - b[s]) / b[s] if m.relative else a[s] - b[s])
+
+        diffs = [penalty(arms[0], arms[1], s) - penalty(arms[2], arms[3], s) for s in seeds]
+        bound = m.at_bound([v for a in arms for v in a.values()])
+        info = f"all four arms at the {bound} of {m.label}" if bound else None
+        tests.append(from_diffs(_flip(m), diffs, info))
     a = Side(
-        f"gap at d={small.where['model.d']}",
-        small.a.values,
+        f"add penalty at d={small.where['model.d']}",
+        {},
         small.a.params,
         small.a.flops,
         small.a.run_ids + small.b.run_ids,
     )
     b = Side(
-        f"gap at d={large.where['model.d']}",
-        large.a.values,
+        f"add penalty at d={large.where['model.d']}",
+        {},
         large.a.params,
         large.a.flops,
         large.a.run_ids + large.b.run_ids,
     )
-    learned = large.learned(floor) and small.a.seeds() >= 2 and small.b.seeds() >= 2
-    return Evidence(Comparison({"series": name}, a, b), learned, tuple(tests))
+    return Evidence(Comparison(where, a, b), True, tuple(tests))
+
+
+def c3_table(fam: Family, series: dict[str, list[Comparison]], floor: float) -> Table:
+    """One row per width series: the widths that learned, the add penalty at both ends, the shrink, verdict."""
+    rows = []
+    for row in fam.rows:
+        name = row.comparison.where["series"]
+        learned = [c for c in series[name] if c.learned(floor)]
+        ends = []
+        for c in (learned[0], learned[-1]) if len(learned) >= 2 else ():
+            t = paired_test(c, row.test.metric if row.test is not None else ACC)
+            lo, hi = t.oriented()
+            fmt = t.metric.fmt_diff
+            ends.append(f"d={c.where['model.d']}: {fmt(t.sign * t.mean)} [{fmt(lo)}, {fmt(hi)}]")
+        rows.append(
+            [
+                name,
+                row.comparison.where["widths learned"],
+                *(ends or ["–", "–"]),
+                row.describe() if row.test is not None else "; ".join(row.skipped),
+                "95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)",
+                row.verdict,
+            ]
+        )
+    return Table(
+        f"Does the add penalty shrink as d grows? — {fam.explain()}",
+        [
+            "series",
+            "widths where both arms learned",
+            "add penalty, narrowest",
+            "add penalty, widest",
+            "narrowest − widest (positive: shrank)",
+            "interval level",
+            "verdict",
+        ],
+        rows,
+    )
 
 
 def _flip(m: Any) -> Any:
@@ -392,10 +440,11 @@ def _flip(m: Any) -> Any:
     "In high dimensions random vectors are nearly orthogonal",
     "So token and position information barely interfere when added, and less so as d grows.",
     "an answer to the question",
-    "supported when, on every width series (concat_split against add at three or more widths), the gap at the "
-    "narrowest width minus the gap at the widest is above 0 beyond the interval over paired seeds (the gap "
-    "shrinks as d grows); not supported when it grows or changes by less than the margin on some series (Holm); "
-    "the widest pair must have learned (floor {floor}); deciding metric: accuracy, then held-out loss",
+    "on every width series (concat_split against add at three or more widths), take the narrowest and the widest "
+    "width at which both arms learned (floor {floor}; fewer than two such widths: budget too small); supported when "
+    "the add penalty (concat_split better than add) at the narrowest minus the penalty at the widest is above 0 "
+    "beyond the interval over paired seeds (the penalty shrinks as d grows); not supported when it grows, or changes "
+    "by less than the margin, on some series (Holm); deciding metric: accuracy, then held-out loss",
     metrics=CHAIN,
 )
 def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
@@ -422,23 +471,33 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 ["model.d"],
             )
         )
-    r.tables.append(
-        family_table(
-            "Does the gap shrink? Gap at the narrowest (A) minus the widest (B) width, per seed", fam, ["series"]
-        )
-    )
+    r.tables.append(c3_table(fam, series, ctx.floor))
+
     if series:
         pts = {}
         for name, cs in series.items():
-            tests = [(c.where["model.d"], paired_test(c, ACC)) for c in cs]
-            pts[name] = [(d, t.mean, *t.interval()) for d, t in tests]
+            tests = [(c.where["model.d"], paired_test(c, ACC), c.learned(ctx.floor)) for c in cs]
+            pts[name] = [(d, t.mean, *t.interval(), learned) for d, t, learned in tests]
         path = gap_plot(
             ctx.figures / "c3-gap-by-d.png", pts, "concat_split − add accuracy against width", "accuracy difference"
         )
         r.figures.append(Figure("concat_split − add against d", path))
     law_ok = all(abs(c["mean_abs_cos"] - c["exact"]) < 4 * c["stderr"] + 1e-9 for c in g["random_cosines"])
-    shrink = "; ".join(f"{row.comparison.where['series']}: {row.describe()} ({row.verdict})" for row in fam.rows)
-    r.key = f"random cosines follow the law: {'yes' if law_ok else 'no'}; gap shrink " + (shrink or "not measured")
+    shrink = []
+    for row in fam.rows:
+        where = row.comparison.where
+        if row.test is None:
+            shrink.append(
+                f"{where['series']}: {row.verdict} (widths where both arms learned: {where['widths learned']})"
+            )
+            continue
+        lo, hi = row.interval
+        fmt = row.test.metric.fmt_diff
+        shrink.append(
+            f"{where['series']}: add penalty shrank by {fmt(row.test.mean)} [{fmt(lo)}, {fmt(hi)}] "
+            f"{row.test.metric.label} between d={where['widths learned']} ({row.verdict})"
+        )
+    r.key = f"random cosines follow the law: {'yes' if law_ok else 'no'}; " + ("; ".join(shrink) or "no width series")
     r.metric = used_metrics(fam)
     r.run_ids = runs_of(fam)
     r.rows = row_records(fam, "gap shrinks")
@@ -452,41 +511,55 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     "terms, and the cross terms cost something.",
     "an answer to the question; Ke et al. 2021 (TUPE)",
     f"two halves, both named: (1) the cross terms (token–position + position–token) carry at least "
-    f"{CROSS_SHARE:.0%} of the within-query logit variance, beyond the 95% interval over the seeds of every add arm "
-    "that learned (floor {floor}); (2) removing them costs: add beats untied attention (cross terms dropped) beyond "
-    "the Holm-corrected interval on some comparison; supported when both hold, not supported when either fails",
+    f"{CROSS_SHARE:.0%} of the within-query logit variance, beyond the 95% interval over seeds, in every add arm "
+    "(every task, scheme and width) that learned (floor {floor}); (2) removing them costs: add beats untied "
+    "attention (cross terms dropped) beyond the Holm-corrected interval on some comparison; supported when both "
+    "hold, not supported when either fails",
     metrics=CHAIN,
 )
 def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
-    rows, shares, ids = [], [], []
+    rows, items, ids = [], [], []
     for task in _token_tasks(ctx):
         for scheme in ("learned", "sinusoidal"):
             arm = _arm(ctx, task__name=task, model__position__scheme=scheme, model__combine="add")
-            if arm.empty:
-                continue
-            runs = ctx.learned_runs(arm[arm["model.d"] == arm["model.d"].min()])
-            got = [ctx.measure("cross_share", run) for run in runs]
-            if not got:
-                continue
-            shares += [x["cross"] for x in got]
-            ids += runs
-            rows.append(
-                [
-                    task,
-                    scheme,
-                    *[pct(float(np.mean([x.get(t, np.nan) for x in got]))) for t in ("tt", "tp", "pt", "pp", "cross")],
-                    str(len(got)),
-                ]
-            )
-    if shares:
-        share, mean, lo, hi = one_sample(shares, CROSS_SHARE, "cross share")
-    else:
-        share, mean, lo, hi = TOO_SMALL, np.nan, np.nan, np.nan
+            for d in sorted(arm["model.d"].unique()) if not arm.empty else []:
+                runs = ctx.learned_runs(arm[arm["model.d"] == d])
+                if not runs:
+                    continue
+                got = {run: ctx.measure("cross_share", run) for run in runs}
+                shares = {_seed(ctx, run): x["cross"] for run, x in got.items()}
+                ids += runs
+                c = Comparison(
+                    {"task.name": task, "model.position.scheme": scheme, "model.d": d},
+                    measured_side(ctx, "cross terms", runs, "share", shares),
+                    measured_side(ctx, f"threshold {CROSS_SHARE:.0%}", runs, "share", {s: CROSS_SHARE for s in shares}),
+                )
+                items.append(Evidence(c, True, (paired_test(c, SHARE),)))
+                rows.append(
+                    [
+                        task,
+                        scheme,
+                        str(d),
+                        *[
+                            pct(float(np.mean([x.get(t, np.nan) for x in got.values()])))
+                            for t in ("tt", "tp", "pt", "pp", "cross")
+                        ],
+                        str(len(got)),
+                    ]
+                )
+    share = decide(items, ctx.margin, kind="better", combine="all")
     r.tables.append(
         Table(
             "Share of layer-1 logit variance within each query (mean over heads and over the seeds that learned)",
-            ["task", "scheme", "tt", "tp", "pt", "pp", "cross", "seeds"],
+            ["task", "scheme", "d", "tt", "tp", "pt", "pp", "cross", "seeds"],
             rows,
+        )
+    )
+    r.tables.append(
+        family_table(
+            f"Half 1: cross-term share (A) against {CROSS_SHARE:.0%} (B), every add arm that learned, per seed",
+            share,
+            ["task.name", "model.position.scheme", "model.d"],
         )
     )
     comps = []
@@ -495,14 +568,19 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     cost = family(comps, CHAIN, ctx.floor, ctx.margin, kind="better", combine="any")
     r.tables.append(
         family_table(
-            "add (A) against untied (cross terms removed, B); verdict: removing them costs",
+            "Half 2: add (A) against untied (cross terms removed, B); verdict: removing them costs",
             cost,
             ["task.name", "model.d"],
         )
     )
-    r.verdict = rule_c4(share, cost)
-    share_text = f"{pct(mean)} [{pct(lo)}, {pct(hi)}] over {len(shares)} models" if shares else "no add arm learned"
-    r.key = f"cross terms carry ≥ {CROSS_SHARE:.0%}: {share} ({share_text}); removing them costs: {cost.verdict}"
+    r.verdict = rule_c4(share.verdict, cost)
+    helps = [row for row in cost.tested if row.test.sign * row.test.mean < 0 and row.verdict == NOT_SUPPORTED]
+    direction = (
+        f"; on {len(helps)} of {len(cost.tested)} informative comparisons untied did better beyond its 95% interval"
+        if helps
+        else ""
+    )
+    r.key = f"cross terms carry ≥ {CROSS_SHARE:.0%}: {share.verdict}; removing them costs: {cost.verdict}{direction}"
     if ids:
         a = ctx.analyse("attention", run_id=ids[0])
         r.figures += _figures(a, {".png": f"four terms, run {ids[0]}"})
@@ -510,9 +588,13 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         "Split used: LN(x+p) = g(x−mean x)/s + g(p−mean p)/s + b with s the scale of the sum, so the parts add "
         "up exactly; the LayerNorm bias is a part of its own."
     )
+    r.caveats.append(
+        "Untied attention is not a clean removal of the cross terms: it carries position only inside attention "
+        "(no input table), with its own parameters (see the params column), so half 2 compares two designs."
+    )
     r.metric = used_metrics(cost)
     r.run_ids = sorted(set(ids) | set(runs_of(cost)))
-    r.rows = row_records(cost, "removing the cross terms costs")
+    r.rows = row_records(share, "cross-term share") + row_records(cost, "removing the cross terms costs")
     return r
 
 

@@ -90,14 +90,17 @@ def key_of(fam: Family, keys: list[str], best: bool = True) -> str:
     rows = [r for r in learned_rows(fam) if r.test is not None]
     if not rows:
         if any(r.verdict == NO_INFO for r in fam.rows):
-            return "every learned comparison at a ceiling: " + "; ".join(fam.rows[0].skipped)
+            return "no information: every learned comparison at a ceiling"
         return "no comparison with both arms above the floor"
-    row = max(rows, key=lambda r: r.test.sign * r.test.mean) if best else rows[0]
-    return f"{row.comparison.place(keys)}: {row.describe()}"
+    # The most telling row: the smallest p-value, a scale-free choice across accuracy and relative loss.
+    row = min(rows, key=lambda r: (math.isnan(r.p), r.p)) if best else rows[0]
+    more = f" ({len(rows)} learned comparisons, {fam.correction.split(' (')[0]})" if len(rows) > 1 else ""
+    return f"{row.comparison.place(keys)}: {row.describe()} → {row.verdict}{more}"
 
 
 def _finish(r: ClaimResult, ctx: ReportContext, families: dict[str, Family]) -> None:
-    r.metric = used_metrics(*families.values())
+    """Run ids, claims.json rows of every family; the deciding metric as the first family (the verdict's) used it."""
+    r.metric = used_metrics(next(iter(families.values())))
     r.run_ids = runs_of(*families.values())
     r.rows = [rec for label, fam in families.items() for rec in row_records(fam, label)]
 

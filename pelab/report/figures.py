@@ -150,16 +150,25 @@ def curves_plot(path: Path, curves: dict[str, list[list[dict[str, float]]]], tit
     return save(fig, path, tight=False)
 
 
-def gap_plot(path: Path, points: dict[str, list[tuple[float, float, float, float]]], title: str, ylabel: str) -> Path:
-    """Paired difference (with interval) against width, one line per series."""
+def gap_plot(path: Path, points: dict[str, list[tuple]], title: str, ylabel: str) -> Path:
+    """Paired difference (with interval) against width, one line per series. A point may carry a fifth value,
+    whether both its arms learned: points that did not are drawn hollow, so no one reads them as evidence."""
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for label, pts in points.items():
+    hollow_seen = False
+    for i, (label, pts) in enumerate(points.items()):
         pts = sorted(pts)
         x = [p[0] for p in pts]
         y = np.array([p[1] for p in pts])
         lo = np.array([p[2] if not math.isnan(p[2]) else p[1] for p in pts])
         hi = np.array([p[3] if not math.isnan(p[3]) else p[1] for p in pts])
-        ax.errorbar(x, y, yerr=[y - lo, hi - y], fmt="o-", capsize=3, label=label)
+        colour = f"C{i % 10}"
+        ax.errorbar(x, y, yerr=[y - lo, hi - y], fmt="-", capsize=3, color=colour, label=label)
+        for p, yy in zip(pts, y, strict=True):
+            learned = p[4] if len(p) > 4 else True
+            hollow_seen |= not learned
+            ax.plot([p[0]], [yy], "o", color=colour, mfc=colour if learned else "white", zorder=3)
+    if hollow_seen:
+        ax.plot([], [], "o", color="grey", mfc="white", label="hollow: an arm below the floor")
     ax.axhline(0, color="grey", lw=1)
     ax.set_xscale("log", base=2)
     ax.set(xlabel="d", ylabel=ylabel, title=title)

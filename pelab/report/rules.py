@@ -73,12 +73,14 @@ class Metric:
     def fmt_diff(self, x: float) -> str:
         if math.isnan(x):
             return "–"
-        return f"{100 * x:+.1f}%" if self.relative else f"{100 * x:+.1f} pp"
+        if self.relative:
+            return f"{100 * x:+.1f}%"
+        return f"{100 * x:+.1f} pp" if self.bounds == (0.0, 1.0) and self.key != "overlap" else f"{x:+.3f}"
 
     def fmt_value(self, x: float) -> str:
         if math.isnan(x):
             return "–"
-        return f"{100 * x:.1f}%" if self.key.startswith("acc") else f"{x:.4g}"
+        return f"{100 * x:.1f}%" if self.bounds == (0.0, 1.0) and self.key != "overlap" else f"{x:.4g}"
 
 
 ACC = Metric("acc", "accuracy", True, (0.0, 1.0), tolerance=1e-3)
@@ -86,9 +88,11 @@ ACC = Metric("acc", "accuracy", True, (0.0, 1.0), tolerance=1e-3)
 OVERLAP = Metric("overlap", "token/position subspace overlap", False, (0.0, 1.0), tolerance=1e-9)
 #: Held-out accuracy of a linear probe (C8, C10).
 PROBE = Metric("probe", "probe accuracy", True, (0.0, 1.0), tolerance=1e-3)
+#: Share of the layer-1 logit variance from the cross terms (C4), against a threshold.
+SHARE = Metric("share", "cross-term share of logit variance", True, (0.0, 1.0), tolerance=1e-6)
 #: Held-out cross-entropy in nats per scored target; below 1e-4 the right answer already has p > 0.9999.
 LOSS = Metric("loss", "held-out loss", False, (0.0, math.inf), tolerance=1e-4, relative=True)
-METRICS: dict[str, Metric] = {m.key: m for m in (ACC, LOSS, OVERLAP, PROBE)}
+METRICS: dict[str, Metric] = {m.key: m for m in (ACC, LOSS, OVERLAP, PROBE, SHARE)}
 
 
 def metric(key: str) -> Metric:
@@ -269,14 +273,23 @@ class Row:
         return self.test is not None and self.verdict not in (TOO_SMALL, NO_INFO)
 
     def describe(self) -> str:
-        """'+1.2 pp [+0.3, +2.1] accuracy' or why there is no number."""
+        """The difference in words whose sign cannot be misread: 'A − B +1.2 pp [+0.3, +2.1] accuracy' or
+        "A's held-out loss −8.0% [−12.1%, −3.9%] relative to B's"; or why there is no number."""
         if self.test is None:
             return "; ".join(self.skipped) or self.verdict
         t = self.test
         lo, hi = self.interval
-        what = f"{t.metric.label}, relative to B" if t.metric.relative else t.metric.label
-        text = f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}] {what}"
+        numbers = f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}]"
+        if t.metric.relative:
+            text = f"A's {t.metric.label} {numbers} relative to B's"
+        else:
+            text = f"A − B {numbers} {t.metric.label}"
         return "; ".join([text, *self.notes])
+
+    @property
+    def p(self) -> float:
+        """Two-sided p-value of 'no difference' (nan without a test): how telling the row is, on any metric."""
+        return self.test.p_beyond(0.0) if self.test is not None else math.nan
 
 
 @dataclass
@@ -486,9 +499,9 @@ def one_sample(values: Sequence[float], threshold: float, label: str) -> tuple[s
     if len(x) < 2:
         return (INCONCLUSIVE, float(np.mean(x)) if x else math.nan, math.nan, math.nan)
     t = from_diffs(Metric(label, label, True, (-math.inf, math.inf), 0.0), [v - threshold for v in x])
-    if t.info is not None:
+    if t.info is not None:  # zero spread: no interval to read, so no evidence either way
         mean = float(np.mean(x))
-        return (SUPPORTED if mean > threshold else NOT_SUPPORTED, mean, mean, mean)
+        return (NO_INFO, mean, mean, mean)
     lo, hi = t.interval()
     v = SUPPORTED if lo > 0 else NOT_SUPPORTED if hi < 0 else INCONCLUSIVE
     return (v, t.mean + threshold, lo + threshold, hi + threshold)

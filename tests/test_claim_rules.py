@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from pelab.report.claims_inside import rule_c2, rule_c3, rule_c4, rule_c8, rule_c10, shrink_evidence
+from pelab.report.claims_inside import rule_c1, rule_c2, rule_c3, rule_c4, rule_c8, rule_c10, shrink_evidence
 from pelab.report.claims_pretrained import rule_c9
 from pelab.report.claims_training import rule_c6, rule_c7, rule_c17
 from pelab.report.rules import PROBE, Comparison, Evidence, Side, decide, family, paired_test
@@ -224,7 +224,13 @@ def test_answer_is_assembled_from_the_verdicts() -> None:
     head = headline(claims)
     assert "did not beat adding on any task (C6)" in head
     assert "not settled at this budget (C9)" in head
-    assert "decode perfectly from the sum and the concatenation alike (C10)" in head
+    assert "cannot tell whether adding loses information at the input (every probe at its ceiling) (C10)" in head
     assert "costs ×1.5 params, ×1.5 FLOPs (C5)" in head
     assert [x["id"] for x in lines] == ["C6", "C5", "C9", "C10"]
     assert headline([result("C6", SUPPORTED)]).startswith("Added or concatenated? In this run, concatenating")
+
+
+def test_c1_well_below_d() -> None:
+    assert rule_c1(200, 512) == SUPPORTED
+    assert rule_c1(256, 512) == SUPPORTED
+    assert rule_c1(356, 512) == NOT_SUPPORTED  # the paper layout at L=128: most dimensions do vary

@@ -25,7 +25,7 @@ from pelab.errors import PelabError
 from pelab.files import write_atomic
 from pelab.report.claims import ClaimResult, Figure, ReportContext, Table, all_claims
 from pelab.report.figures import curves_plot
-from pelab.report.summary import DOC, answer, claims_markdown, headline, scale
+from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale
 from pelab.report.verdicts import (
     ERROR,
     EXACT,
@@ -233,6 +233,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         Table=Table,
         answer=answer(claims),
         headline=headline(claims),
+        not_measured=not_measured(ctx, claims),
         scale=scale(ctx),
     )
     data["report_seconds"] = f"{time.perf_counter() - started:.0f}"

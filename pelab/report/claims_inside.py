@@ -70,14 +70,20 @@ def _figures(result: dict[str, Any] | None, titles: dict[str, str]) -> list[Figu
     "The sinusoid disturbs the first dimensions a lot and the last ones hardly at all, so adding it leaves most "
     "of the token's dimensions alone.",
     "an answer to the question",
-    f"supported when at least a quarter of the d={C1_D} dimensions vary by less than 0.1 over positions "
-    f"0..{C1_LENGTH - 1}, and the table of values shows it; exact computation, no training",
+    f"the count of dimensions whose range over positions 0..{C1_LENGTH - 1} exceeds 0.1 (d={C1_D}, the question's "
+    "figure): supported when it is well below d, which pelab takes as at most half of d; not supported otherwise. "
+    "Beside it, the share of the table's variance in the last half of the dimensions; exact computation, no training",
 )
 def c1(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     s = ctx.analyse("spectrum", scheme="sinusoidal", d=C1_D, length=C1_LENGTH)
     quiet = C1_D - s["varying"]
-    r.verdict = SUPPORTED if quiet >= C1_D / 4 else NOT_SUPPORTED
-    r.key = f"{s['varying']} of {C1_D} dimensions vary by > 0.1; {quiet} hardly move"
+    r.verdict = rule_c1(s["varying"], C1_D)
+    variance = np.asarray(s["variance"], dtype=float)
+    late = float(variance[C1_D // 2 :].sum() / variance.sum())
+    r.key = (
+        f"{s['varying']} of {C1_D} dimensions vary by > 0.1 ({quiet} hardly move); the last half of the dimensions "
+        f"carry {100 * late:.1f}% of the variance"
+    )
     r.tables.append(
         Table(
             "Dimensions whose range over the positions exceeds a threshold",
@@ -136,6 +142,11 @@ def c15(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
 
 
 # --- the pure rules -----------------------------------------------------------------------
+def rule_c1(varying: int, d: int) -> str:
+    """C1: the count of dimensions that vary (range > 0.1) is 'well below d': at most half of it."""
+    return SUPPORTED if varying <= d / 2 else NOT_SUPPORTED
+
+
 def rule_c2(geometry: Family, not_worse: Family, concat_wins: Family) -> str:
     """C2: supported when trained subspaces are closer to orthogonal than at init (every learned arm, over
     seeds) and add is not worse than concat_split beyond the margin on every learned comparison; not

@@ -387,8 +387,10 @@ def c14(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     )
     if not digits.empty:
         r.figures.append(arm_figure(ctx, ctx.frame, "digits", "digits", "digits: test accuracy per arm"))
-    r.key = "; ".join(f"{row.comparison.a.label}: {row.describe()}" for row in fam.rows[:2] if row.test) or (
-        "no learned comparison" if fam.rows else "not run"
+    r.key = key_of(fam, ["model.d"]) if fam.rows else "not run"
+    r.caveats.append(
+        "Rows that change both the position table and the combiner at once (e.g. learned + concat_split against "
+        "sinusoidal + add) cannot say which of the two made the difference."
     )
     _finish(r, ctx, {"digits": fam})
     return r
@@ -415,6 +417,23 @@ def seen_share(ctx: ReportContext, task: str, n_train: int, n_eval: int) -> floa
     return seen + (1 - seen) / run.model.n_outputs
 
 
+KAZEMNEJAD = ("none", "t5", "alibi", "rotary", "learned")
+
+
+def c17_top(ranked: list[dict], reference: float) -> str:
+    """Who leads at the longest size, saying when the lead is a tie (the next arm's mean inside the leader's
+    interval) and when every arm is at or below the seen-positions reference."""
+    first = ranked[0]
+    mean, lo, _ = t_interval(first["long"])
+    text = f"{first['label']} first ({first['cells'][-1]})"
+    ties = [a["label"] for a in ranked[1:] if a["long"] and t_interval(a["long"])[0] >= lo]
+    if ties:
+        text += f", tied with {', '.join(ties[:3])}{' and more' if len(ties) > 3 else ''}"
+    if not math.isnan(reference) and mean <= reference:
+        text += f"; every arm at or below the {100 * reference:.0f}% a model right only where it trained would get"
+    return text
+
+
 def rule_c17(arms: list[dict], floor: float) -> list[dict]:
     """C17's ranking: only arms that learned at n enter, sorted by accuracy at the longest size (ties keep
     their order); the rest are listed apart. Pure, over {label, at_n, long: [values]} dicts."""
@@ -436,7 +455,7 @@ def rule_c17(arms: list[dict], floor: float) -> list[dict]:
 def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     r.verdict = REPORTED
     frame = arm_frame(ctx)
-    rows, below, tops = [], [], []
+    rows, below, tops, decoders = [], [], [], set()
     for task in _tasks(frame):
         sub = frame[frame["task.name"] == task]
         cols = sorted(
@@ -483,7 +502,9 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             f"{task}: {a['label']} ({100 * a['at_n']:.0f}% at n)" for a in arms if a["label"] not in entered_labels
         ]
         if ranked:
-            tops.append(f"{kind} {task}: {ranked[0]['label']} first ({ranked[0]['cells'][-1]} at n={sizes[-1]})")
+            tops.append(f"{kind} {task}: {c17_top(ranked, shares[-1])} at n={sizes[-1]}")
+        if kind == "decoder":
+            decoders.update(g for g in sub["model.position.scheme"].unique())
         entered = [a for a in arms_table(sub, keys, longer[-1][2:]) if a.label in entered_labels]
         if entered:
             r.figures.append(
@@ -507,7 +528,13 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     )
     if below:
         r.notes.append("Left out of the ranking, below the floor at the training size: " + "; ".join(below) + ".")
-    r.key = "; ".join(tops[:3]) or "no arm learned at n"
+    r.key = "; ".join(tops) or "no arm learned at n"
+    missing = [x for x in KAZEMNEJAD if x not in decoders]
+    if missing:
+        r.caveats.append(
+            "Kazemnejad et al.'s decoder ranking (NoPE ≥ T5 > ALiBi > rotary > absolute) cannot be checked here: this "
+            f"study ran no causal decoder with {', '.join(missing)}."
+        )
     r.run_ids = sorted(frame.run_id.tolist())
     r.verdict = REPORTED if rows else TOO_SMALL
     return r

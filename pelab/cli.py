@@ -385,6 +385,27 @@ def pretrained(
     console.print(f"wrote {', '.join(f.name for f in files)} in {out}")
 
 
+@app.command("claims")
+def claims_cmd(
+    markdown: Annotated[bool, typer.Option("--markdown", help="print docs/claims.md")] = False,
+) -> None:
+    """Every claim the report decides: its deciding metrics and its verdict rule."""
+    from pelab.report.claims import all_claims
+    from pelab.report.summary import claims_markdown
+
+    if markdown:
+        sys.stdout.write(claims_markdown() + "\n")
+        return
+    t = Table(title="claims", title_justify="left")
+    t.add_column("id", style="bold")
+    t.add_column("claim")
+    t.add_column("deciding metric")
+    t.add_column("rule")
+    for c in all_claims():
+        t.add_row(c.id, escape(c.title), ", then ".join(c.metrics) or "exact / reported", escape(c.rule_for(0.8, 0.01)))
+    console.print(t)
+
+
 def main() -> None:
     """Entry point: one-line errors, exit 2, no traceback."""
     try:

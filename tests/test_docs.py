@@ -20,3 +20,14 @@ def test_every_claim_of_science_md_is_declared_once() -> None:
     assert set(ids) >= {f"C{i}" for i in range(1, 18)}
     for c in all_claims():
         assert c.claim and c.source and c.rule and f'<a id="{c.id.lower()}"></a>' in DOCS.read_text()
+
+
+def test_claims_command_prints_the_docs() -> None:
+    from typer.testing import CliRunner
+
+    from pelab.cli import app
+
+    r = CliRunner().invoke(app, ["claims", "--markdown"])
+    assert r.exit_code == 0 and r.output == DOCS.read_text()
+    r = CliRunner().invoke(app, ["claims"])
+    assert r.exit_code == 0 and "C17" in r.output

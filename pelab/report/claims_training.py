@@ -53,6 +53,11 @@ def rule_reported(comps: list[Comparison], floor: float, margin: float) -> Famil
 
 
 # --- helpers ------------------------------------------------------------------------------
+def reported_or_too_small(fam: Family) -> str:
+    """A claim reported without a verdict still says when none of its comparisons had arms that learned."""
+    return REPORTED if learned_rows(fam) else TOO_SMALL
+
+
 def position_frame(ctx: ReportContext) -> pd.DataFrame:
     """Runs that compare ways to bring in *position*: no segment task (C13) and no frozen MiniLM table (C9)."""
     f = ctx.frame
@@ -305,7 +310,7 @@ def c12(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 continue  # multiply is set against the same position table it multiplies by
             comps += compare(frame, ARM, arm, base)
     fam = rule_reported(comps, ctx.floor, ctx.margin)
-    r.verdict = REPORTED if fam.rows else TOO_SMALL
+    r.verdict = reported_or_too_small(fam)
     r.tables.append(
         family_table(
             "multiplicative arm (A) against an additive or concatenating one (B); verdict: A better",
@@ -347,7 +352,7 @@ def c13(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     f = ctx.frame
     seg = f[f["model.n_segments"].fillna(0) > 0] if "model.n_segments" in f else f.iloc[0:0]
     fam = rule_reported(compare(seg, ["model.combine"], ("concat_split",), ("add",)), ctx.floor, ctx.margin)
-    r.verdict = REPORTED
+    r.verdict = reported_or_too_small(fam)
     r.tables.append(family_table("segments concatenated (A) against added (B)", fam, WHERE))
     for task in _tasks(seg):
         r.figures.append(arm_figure(ctx, seg, task, "segments", f"{task}: accuracy per arm"))
@@ -381,7 +386,7 @@ def c14(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     ):
         comps += compare(digits, ARM, arm, ("sinusoidal", "add"))
     fam = rule_reported(comps, ctx.floor, ctx.margin)
-    r.verdict = REPORTED
+    r.verdict = reported_or_too_small(fam)
     r.tables.append(
         family_table("each arm (A) against 1-D sinusoidal + add (B) on 8×8 digits; verdict: A better", fam, ["model.d"])
     )

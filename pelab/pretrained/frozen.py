@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pelab.config import RunConfig
-from pelab.report.verdicts import TOO_SMALL, combine_any, directional
 from pelab.study.stats import t_interval
 
 #: What every arm shares (the width d is the add / concat_split width; concat_wide adds D_POSITION).
@@ -137,6 +136,7 @@ def records(rows: list[dict[str, Any]], run_ids: set[str] | None = None) -> list
                 status=row["status"],
                 reason=row["reason"],
                 acc=(row["metrics"] or {}).get("acc", math.nan),
+                loss=(row["metrics"] or {}).get("loss", math.nan),
                 params=row["params"],
                 flops_per_token=row["flops_per_token"],
                 d_model=cfg.model.widths().model,
@@ -150,10 +150,12 @@ def records(rows: list[dict[str, Any]], run_ids: set[str] | None = None) -> list
 def summarize(records: list[dict[str, object]], floor: float, margin: float) -> dict[str, object]:
     """Per arm: mean accuracy and 95% t-interval, size; per comparison: paired difference and verdict.
 
-    ``floor`` and ``margin`` are the study's (``[report]``): verdicts follow
-    ``pelab.report.verdicts``, "concat beats add" is supported when the interval of
-    (concat - add) lies above 0, in at least one comparison whose arms both reached the floor.
+    ``floor`` and ``margin`` are the study's (``[report]``), and the verdicts are the study report's own rule
+    for C9 (``pelab.report.rules.family``: concat beats add on some comparison, Holm across them, held-out loss
+    where accuracy sits at its ceiling), so `pelab pretrained` and `pelab study` cannot disagree.
     """
+    from pelab.report.rules import Comparison, Side, family
+
     by_arm: dict[str, list[dict[str, object]]] = {}
     for r in records:
         by_arm.setdefault(str(r["arm"]), []).append(r)
@@ -166,16 +168,21 @@ def summarize(records: list[dict[str, object]], floor: float, margin: float) -> 
             params=int(rs[0]["params"] or 0), flops_per_token=int(rs[0]["flops_per_token"] or 0),
             d_model=rs[0]["d_model"], d_token=rs[0]["d_token"],
         )  # fmt: skip
+
+    def side(arm: str) -> Side:
+        done = [r for r in by_arm[arm] if r["status"] == "done"]
+        values = {k: {int(r["seed"]): float(r[k]) for r in done if k in r} for k in ("acc", "loss")}
+        return Side(arm, values, params=table[arm]["params"], flops=table[arm]["flops_per_token"])
+
+    pairs = [(arm, base) for arm, base in COMPARISONS if arm in by_arm and base in by_arm]
+    fam = family([Comparison({}, side(a), side(b)) for a, b in pairs], ("acc", "loss"), floor, margin)
     comparisons = []
-    for arm, base in COMPARISONS:
-        if arm not in by_arm or base not in by_arm:
-            continue
-        a = {r["seed"]: float(r["acc"]) for r in by_arm[arm] if r["status"] == "done"}
-        b = {r["seed"]: float(r["acc"]) for r in by_arm[base] if r["status"] == "done"}
-        diffs = [a[s] - b[s] for s in sorted(a.keys() & b.keys())]
-        mean, lo, hi = t_interval(diffs)
-        learned = table[arm]["acc"] >= floor and table[base]["acc"] >= floor
-        verdict = directional(lo, hi, margin) if learned else TOO_SMALL
-        comparisons.append(dict(arm=arm, baseline=base, diff=mean, lo=lo, hi=hi, seeds=len(diffs), verdict=verdict))
-    overall = combine_any([c["verdict"] for c in comparisons])  # add trails concat in some comparison
-    return {"arms": table, "comparisons": comparisons, "verdict": overall, "floor": floor, "margin": margin}
+    for (arm, base), row in zip(pairs, fam.rows, strict=True):
+        t = row.test
+        comparisons.append(dict(
+            arm=arm, baseline=base, metric=t.metric.key if t else None, diff=t.mean if t else math.nan,
+            lo=row.interval[0] if t else math.nan, hi=row.interval[1] if t else math.nan,
+            seeds=t.n if t else 0, verdict=row.verdict,
+        ))  # fmt: skip
+    return {"arms": table, "comparisons": comparisons, "verdict": fam.verdict, "floor": floor, "margin": margin,
+            "correction": fam.correction}  # fmt: skip

@@ -100,7 +100,8 @@ def key_of(fam: Family, keys: list[str], best: bool = True) -> str:
     # The most telling row: the smallest p-value, a scale-free choice across accuracy and relative loss.
     row = min(rows, key=lambda r: (math.isnan(r.p), r.p)) if best else rows[0]
     more = f" ({len(rows)} learned comparisons, {fam.correction.split(' (')[0]})" if len(rows) > 1 else ""
-    return f"{row.comparison.place(keys)}: {row.describe()} → {row.verdict}{more}"
+    c = row.comparison
+    return f"{c.a.label} vs {c.b.label} ({c.place(keys)}): {row.describe()} → {row.verdict}{more}"
 
 
 def _finish(r: ClaimResult, ctx: ReportContext, families: dict[str, Family]) -> None:

@@ -22,7 +22,6 @@ from typing import Any
 
 import pandas as pd
 
-from pelab.report.evidence import ArmStats
 from pelab.report.rules import ACC, Family, Row, Side, metric
 from pelab.report.verdicts import NO_INFO, TOO_SMALL
 from pelab.study.grid import Study
@@ -220,15 +219,6 @@ def clip(lo: float, hi: float, bounds: tuple[float, float] = (0.0, 1.0)) -> tupl
     return (max(lo, bounds[0]), min(hi, bounds[1]))
 
 
-def pp(mean: float, lo: float, hi: float) -> str:
-    """A difference of accuracies in percentage points (differences are not clipped: they live in [-1, 1])."""
-    if math.isnan(mean):
-        return "–"
-    if math.isnan(lo):
-        return f"{100 * mean:+.1f} pp"
-    return f"{100 * mean:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}]"
-
-
 def interval_cell(mean: float, lo: float, hi: float, key: str = "acc") -> str:
     """An arm's mean and 95% interval over seeds, clipped to the metric's range."""
     m = metric(key)
@@ -247,12 +237,6 @@ def side_cell(s: Side, key: str = "acc") -> str:
     if not values:
         return f"{s.label}: no finished run"
     return f"{s.label}: {interval_cell(*t_interval(values), key)}"
-
-
-def arm_cell(a: ArmStats) -> str:
-    if not a.seeds:
-        return "no finished run"
-    return interval_cell(a.mean, a.lo, a.hi)
 
 
 def speed_cell(s: Side) -> str:

@@ -363,12 +363,8 @@ def choose_test(c: Comparison, chain: Sequence[str]) -> tuple[Test | None, list[
 def _p_for(kind: Kind, t: Test, margin: float, combine: str) -> float:
     """The p-value Holm ranks: for 'any' families the test that would support the claim on this row; for
     'all' families the test that would refute it."""
-    if combine == "any":
-        if kind == "better":
-            return t.p_beyond(0.0) if t.sign * t.mean > 0 else math.nan
-        if kind == "equivalent":
-            return math.nan  # equivalence on 'some' comparison is not a claim pelab makes
-        return math.nan
+    if combine == "any":  # only 'A beats B on some comparison' is claimed that way
+        return t.p_beyond(0.0) if kind == "better" and t.sign * t.mean > 0 else math.nan
     # 'all': refuting rows
     if kind == "equivalent":
         m = abs(t.mean)
@@ -491,17 +487,3 @@ def _combine(verdicts: Sequence[str], how: Literal["any", "all"]) -> str:
     if all(v == SUPPORTED for v in tested):
         return SUPPORTED
     return INCONCLUSIVE
-
-
-def one_sample(values: Sequence[float], threshold: float, label: str) -> tuple[str, float, float, float]:
-    """Is the mean of ``values`` above ``threshold``? (verdict, mean, lo, hi) from the 95% t-interval."""
-    x = [float(v) for v in values if not math.isnan(v)]
-    if len(x) < 2:
-        return (INCONCLUSIVE, float(np.mean(x)) if x else math.nan, math.nan, math.nan)
-    t = from_diffs(Metric(label, label, True, (-math.inf, math.inf), 0.0), [v - threshold for v in x])
-    if t.info is not None:  # zero spread: no interval to read, so no evidence either way
-        mean = float(np.mean(x))
-        return (NO_INFO, mean, mean, mean)
-    lo, hi = t.interval()
-    v = SUPPORTED if lo > 0 else NOT_SUPPORTED if hi < 0 else INCONCLUSIVE
-    return (v, t.mean + threshold, lo + threshold, hi + threshold)

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from pelab.config import TaskConfig
 
 
+#: Where a batch comes from: training, validation (choosing among learning rates), test (reported).
+SPLITS = ("train", "val", "test")
+
+
 @dataclass
 class Batch:
     inputs: Tensor  # (B, T) long token ids, or (B, T, P) float vectors
@@ -75,12 +79,17 @@ class Task:
 
     # --- data -----------------------------------------------------------------------
     def batch(self, split: str, size: int, generator: torch.Generator, n: int | None = None) -> Batch:
+        """``split`` is one of SPLITS. Generated tasks draw every split from the same distribution (the
+        generator tells them apart); tasks over a fixed dataset keep the three apart."""
         raise NotImplementedError
 
-    def eval_batches(self, n: int, batch_size: int, count: int, generator: torch.Generator) -> Iterator[Batch]:
-        """The evaluation set at size n: ``count`` fresh batches by default."""
+    def eval_batches(
+        self, n: int, batch_size: int, count: int, generator: torch.Generator, split: str = "test"
+    ) -> Iterator[Batch]:
+        """An evaluation set at size n (``count`` fresh batches by default). Validation picks a learning
+        rate when a study gives several; test, never chosen on, is what the report scores."""
         for _ in range(count):
-            yield self.batch("test", batch_size, generator, n)
+            yield self.batch(split, batch_size, generator, n)
 
 
 def random_symbols(size: int, n: int, vocab: int, generator: torch.Generator) -> Tensor:

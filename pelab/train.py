@@ -88,11 +88,13 @@ def evaluate(
     count: int,
     generator: torch.Generator,
     device: torch.device,
+    split: str = "test",
 ) -> dict[str, float]:
-    """Loss, token accuracy, whole-sequence exact match (and perplexity for LM) at size n."""
+    """Loss, token accuracy, whole-sequence exact match at size n; for language models also perplexity and
+    bits per byte (the inputs are bytes, so the mean loss in nats per target byte over ln 2)."""
     model.eval()
     total_loss, scored, right, seqs, exact = 0.0, 0, 0, 0, 0
-    for batch in task.eval_batches(n, batch_size, count, generator):
+    for batch in task.eval_batches(n, batch_size, count, generator, split=split):
         batch = batch.to(device)
         loss, correct, mask = batch_loss(model, batch)
         k = int(mask.sum())
@@ -106,6 +108,7 @@ def evaluate(
     out = {"loss": total_loss / scored, "acc": right / scored, "exact": exact / seqs}
     if task.reports_perplexity:
         out["ppl"] = math.exp(min(out["loss"], 50.0))
+        out["bpb"] = out["loss"] / math.log(2)
     return out
 
 
@@ -204,7 +207,12 @@ def _train(
     for n in task.eval_sizes():
         gen = torch.Generator().manual_seed(1_000_003 * (cfg.seed + 1) + n)
         evals[str(n)] = evaluate(model, task, n, t.eval_batch_size, t.eval_batches, gen, device)
+    # Validation: drawn apart from test (another generator; a dataset's own split), read only to choose
+    # among learning rates. Test, at every size, is what the report scores.
+    val_gen = torch.Generator().manual_seed(2_000_029 * (cfg.seed + 1) + task.n)
+    val = evaluate(model, task, task.n, t.eval_batch_size, t.eval_batches, val_gen, device, split="val")
     metrics = dict(evals[str(task.n)])
+    metrics.update({f"val_{k}": v for k, v in val.items()})
     metrics["train_loss"] = curve[-1]["loss"]
     for n, m in evals.items():
         metrics[f"acc_at_{n}"] = m["acc"]

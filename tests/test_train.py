@@ -74,3 +74,37 @@ def test_result_carries_size_and_speed() -> None:
     assert r.params > 0 and r.flops_per_token > 0 and r.tokens_per_s > 0 and r.seconds > 0
     assert set(r.evals) == {"4", "6", "8"} and "acc_at_6" in r.metrics and "acc_at_8" in r.metrics
     assert r.versions["torch"] == torch.__version__
+
+
+def test_validation_is_measured_apart_from_test() -> None:
+    """val_* come from other batches than the reported test metrics (a learning rate is chosen on them)."""
+    cfg = RunConfig.model_validate(
+        {"task": {"name": "reverse", "length": 6, "vocab": 8}, "model": {"d": 16, "n_layers": 1, "n_heads": 2},
+         "train": {"steps": 20, "eval_batches": 2}}
+    )  # fmt: skip
+    m = train_run(cfg, device="cpu").metrics
+    assert {"val_loss", "val_acc", "val_exact"} <= set(m)
+    assert m["val_loss"] != m["loss"]
+    task = make_task(cfg.task)
+    gen = lambda: torch.Generator().manual_seed(5)  # noqa: E731
+    val = next(task.eval_batches(6, 4, 1, gen(), split="val"))
+    test = next(task.eval_batches(6, 4, 1, gen(), split="test"))
+    assert torch.equal(val.inputs, test.inputs)  # a generated task: the generator, not the split, tells them apart
+
+
+def test_digits_splits_are_disjoint_and_test_is_unchanged() -> None:
+    """Recomputed from scikit-learn: test is the first fifth of a fixed permutation (as before validation
+    existed), validation the next tenth, train the rest; no image index is in two splits."""
+    from sklearn.datasets import load_digits
+
+    from pelab.tasks.digits import digits_split
+
+    data = load_digits()
+    order = torch.randperm(len(data.target), generator=torch.Generator().manual_seed(0)).tolist()
+    n_test, n_val = len(order) // 5, len(order) // 10
+    expect = {"test": order[:n_test], "val": order[n_test : n_test + n_val], "train": order[n_test + n_val :]}
+    assert sum(map(len, expect.values())) == len(set().union(*map(set, expect.values()))) == len(order)
+    for split, (images, labels) in digits_split().items():
+        idx = expect[split]
+        assert torch.equal(labels, torch.tensor(data.target[idx]))
+        assert torch.allclose(images, torch.tensor(data.images[idx], dtype=torch.float32) / 16.0)

@@ -13,7 +13,8 @@ import os
 import platform
 import time
 import traceback
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ import torch
 import pelab
 from pelab.errors import PelabError
 from pelab.files import write_atomic
-from pelab.report.claims import ClaimResult, Figure, ReportContext, Table, all_claims
+from pelab.report import rates
+from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, all_claims
 from pelab.report.figures import curves_plot
 from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale
 from pelab.report.verdicts import (
@@ -111,13 +113,74 @@ def load_context(folder: Path) -> ReportContext:
     frame = runs_frame(rows, floor=study.report["floor"])
     widths = {r.run_id: r.model.widths().model for r in study.runs}
     frame["width"] = frame.run_id.map(widths)  # the model's actual width (d + d_position for concat_wide)
-    return ReportContext(folder=folder, study=study, rows=rows, frame=frame, **study.report)
+    chosen, choices = rates.choose(frame, study.tuned)
+    return ReportContext(
+        folder=folder, study=study, rows=rows, frame=chosen, frame_all=frame, rate_choices=choices, **study.report
+    )
+
+
+def rates_section(ctx: ReportContext, claims: list[ClaimResult]) -> Section | None:
+    """Which rate each tuned arm kept, and every claim decided again at one fixed rate: a verdict that
+    changes is a verdict that hangs on the learning rate."""
+    if not ctx.rate_choices or ctx.frame_all is None:
+        return None
+    tried = ctx.study.learning_rates
+    fixed = rates.fixed_rate(tried)
+    varying = rates.varying_keys(ctx.rate_choices)
+    rows = []
+    for c in ctx.rate_choices:
+        cells = [
+            f"{c.val_loss[lr]:.4f}" + (" ◀" if lr == c.chosen else "") if lr in c.val_loss else "–" for lr in tried
+        ]
+        rows.append([c.describe(varying), f"{c.chosen:g}", *cells])
+    table = Table(
+        "Each arm's rate (validation loss, mean over seeds; ◀ kept)", ["arm", "kept", *map("{:g}".format, tried)], rows
+    )
+    at_fixed = replace(ctx, frame=rates.at_rate(ctx.frame_all, ctx.study.tuned, fixed), rate_choices=[])
+    fixed_claims = {c.id: c for c in _run_claims(at_fixed)}
+    changed, compare = 0, []
+    for c in claims:
+        other = fixed_claims.get(c.id)
+        if other is None:
+            continue
+        same = other.verdict == c.verdict
+        changed += not same
+        compare.append([c.id, c.verdict, other.verdict, "same" if same else "changes"])
+    counts = Counter(c.chosen for c in ctx.rate_choices)
+    at_edge = sum(c.chosen in (min(tried), max(tried)) for c in ctx.rate_choices if len(tried) > 1)
+    edge = (
+        [f"{at_edge} of {len(ctx.rate_choices)} arms kept the smallest or largest rate tried: their best rate may lie "
+         "outside the grid, so widen it before reading a verdict that hangs on them."]
+        if at_edge else []
+    )  # fmt: skip
+    return Section(
+        "rates",
+        "Learning rates",
+        [
+            f"Learning rate is a nuisance parameter here: {len(ctx.rate_choices)} arms each trained at every rate in "
+            f"{', '.join(f'{r:g}' for r in tried)} with the same seeds, data and budget, kept the rate with the lowest "
+            "mean validation loss, and every claim above reads that rate's test split, which nothing was chosen on. "
+            "Rates kept: " + ", ".join(f"{lr:g} by {n}" for lr, n in sorted(counts.items())) + ".",
+            *edge,
+            f"At the single fixed rate {fixed:g} (the middle one tried) {changed} of {len(compare)} verdicts change.",
+        ],
+        [
+            table,
+            Table(
+                f"Verdicts with each arm's best rate and at {fixed:g} for every arm",
+                ["claim", "best rate", f"at {fixed:g}", ""],
+                compare,
+            ),
+        ],
+    )
 
 
 def _curves(ctx: ReportContext) -> list[Figure]:
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    kept = set(ctx.frame.run_id)  # a tuned arm's curves at the rate it kept
     for r in ctx.rows:
-        by_task[r["config"]["task"]["name"]].append(r)
+        if r["run_id"] in kept:
+            by_task[r["config"]["task"]["name"]].append(r)
     figs = []
     for task, rows in by_task.items():
         widths = {r["config"]["model"]["d"] for r in rows}
@@ -200,6 +263,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
 
     ctx.analyses["pretrained"] = run_pretrained(folder, None)  # measures MiniLM; trains nothing
     claims = _run_claims(ctx)
+    sections = [s for s in (rates_section(ctx, claims),) if s is not None]
     curves = _curves(ctx)
     with Store(folder, create=False) as store:
         seconds = store.meta("study_seconds")
@@ -216,6 +280,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
     data = dict(
         study=ctx.study,
         claims=claims,
+        sections=sections,
         curves=curves,
         runs=len(ctx.rows),
         done=done,

@@ -40,6 +40,16 @@ class Table:
 
 
 @dataclass
+class Section:
+    """A part of the report beside the claims (learning rates, published vs measured): prose and tables."""
+
+    id: str
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+
+@dataclass
 class Figure:
     title: str
     path: Path
@@ -135,6 +145,9 @@ class ReportContext:
     floor: float = 0.8
     margin: float = 0.01
     analyses: dict[str, Any] = field(default_factory=dict)
+    #: every run's row before each tuned arm was reduced to its best rate (``pelab.report.rates``)
+    frame_all: pd.DataFrame | None = None
+    rate_choices: list[Any] = field(default_factory=list)
 
     @property
     def figures(self) -> Path:

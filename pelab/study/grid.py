@@ -80,6 +80,14 @@ class Study:
     runs: list[RunConfig] = field(default_factory=list)
     #: run id -> names of the grids that contain it
     membership: dict[str, list[str]] = field(default_factory=dict)
+    #: runs of arms that train at several learning rates (``train.lr`` given as a list): the report keeps,
+    #: per arm, the rate with the best validation loss, and scores it on the test split
+    tuned: set[str] = field(default_factory=set)
+
+    @property
+    def learning_rates(self) -> list[float]:
+        """Every rate some arm is tuned over, ascending; empty when every arm trains at one fixed rate."""
+        return sorted({r.train.lr for r in self.runs if r.run_id in self.tuned})
 
     @property
     def axes(self) -> list[str]:
@@ -113,6 +121,17 @@ def _flatten(prefix: str, tree: dict[str, Any]) -> dict[str, Any]:
         else:
             out[prefix + k] = v
     return out
+
+
+def _rates(where: str, value: Any) -> list[Any] | None:
+    """A list given for ``train.lr`` (a nuisance grid: each arm at every rate), checked; None for one rate."""
+    if not isinstance(value, list):
+        return None
+    if not value or not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in value):
+        raise PelabError(f"{where}train.lr: a list of learning rates must hold positive numbers (got {value!r})")
+    if len(set(value)) != len(value):
+        raise PelabError(f"{where}train.lr: the list of learning rates repeats a value (got {value!r})")
+    return list(value)
 
 
 def parse_study(text: str, source: str = "") -> Study:
@@ -182,16 +201,22 @@ def expand(study: Study) -> None:
     """Fill ``study.runs``: every grid point x seed, validated, deduplicated by run id."""
     runs: dict[str, RunConfig] = {}
     membership: dict[str, list[str]] = {}
+    tuned: set[str] = set()
     for g in study.grids:
         keys = list(g.axes)
+        if "train.lr" in g.axes and any(isinstance(v, list) for v in g.axes["train.lr"]):
+            raise PelabError(f"grid {g.name!r} axes: 'train.lr' values must be numbers (a list in set or [train] "
+                             "makes the rate a nuisance parameter instead)")  # fmt: skip
         for values in itertools.product(*(g.axes[k] for k in keys)):
             point = dict(zip(keys, values, strict=True))
-            for seed in study.seeds:
+            settings = {**_flatten("", study.base), **g.fixed, **point}
+            rates = _rates(f"grid {g.name!r}: ", settings.get("train.lr"))
+            for seed, lr in itertools.product(study.seeds, rates or [None]):
                 tree: dict[str, Any] = {}
-                for k, v in _flatten("", study.base).items():
+                for k, v in settings.items():
                     _set_dotted(tree, k, v)
-                for k, v in {**g.fixed, **point}.items():
-                    _set_dotted(tree, k, v)
+                if lr is not None:
+                    tree["train"]["lr"] = lr
                 tree["seed"] = seed
                 try:
                     cfg = RunConfig.model_validate(tree)
@@ -205,8 +230,11 @@ def expand(study: Study) -> None:
                 membership.setdefault(cfg.run_id, [])
                 if g.name not in membership[cfg.run_id]:
                     membership[cfg.run_id].append(g.name)
+                if lr is not None:
+                    tuned.add(cfg.run_id)
     study.runs = list(runs.values())
     study.membership = membership
+    study.tuned = tuned
 
 
 def load_study(path: str | Path) -> Study:

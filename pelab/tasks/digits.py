@@ -27,8 +27,9 @@ def digits_split() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     labels = torch.tensor(data.target, dtype=torch.long)
     order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))
     n_test = len(labels) // 5
-    test, train = order[:n_test], order[n_test:]
-    return {"train": (images[train], labels[train]), "test": (images[test], labels[test])}
+    n_val = len(labels) // 10  # carved from what trained before, so the test set stays the same images
+    test, val, train = order[:n_test], order[n_test : n_test + n_val], order[n_test + n_val :]
+    return {k: (images[i], labels[i]) for k, i in (("train", train), ("val", val), ("test", test))}
 
 
 def patchify(images: torch.Tensor, p: int) -> torch.Tensor:
@@ -60,12 +61,15 @@ class Digits(Task):
         )
 
     def batch(self, split: str, size: int, generator: torch.Generator, n: int | None = None) -> Batch:
-        images, labels = digits_split()["train" if split == "train" else "test"]
+        images, labels = digits_split()[split]
         idx = torch.randint(0, len(labels), (size,), generator=generator)
         return Batch(patchify(images[idx], self.cfg.patch), labels[idx], torch.ones(size, dtype=torch.bool))
 
-    def eval_batches(self, n: int, batch_size: int, count: int, generator: torch.Generator) -> Iterator[Batch]:
-        images, labels = digits_split()["test"]
+    def eval_batches(
+        self, n: int, batch_size: int, count: int, generator: torch.Generator, split: str = "test"
+    ) -> Iterator[Batch]:
+        """Every image of the split, once (``count`` and ``generator`` are not needed)."""
+        images, labels = digits_split()[split]
         for start in range(0, len(labels), batch_size):
             sl = slice(start, start + batch_size)
             yield Batch(patchify(images[sl], self.cfg.patch), labels[sl], torch.ones(len(labels[sl]), dtype=torch.bool))

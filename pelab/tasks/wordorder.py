@@ -234,10 +234,12 @@ class WordOrder(Task):
         reverse = torch.rand(size, generator=generator) < 0.5
         return self.windows(split, pick, reverse, n)
 
-    def eval_batches(self, n: int, batch_size: int, count: int, generator: torch.Generator) -> Iterator[Batch]:
-        """Every validation paragraph, forwards then reversed (``count`` and ``generator`` are not needed)."""
-        starts = self.starts("test", n)
+    def eval_batches(
+        self, n: int, batch_size: int, count: int, generator: torch.Generator, split: str = "test"
+    ) -> Iterator[Batch]:
+        """Every held-out paragraph, forwards then reversed (``count`` and ``generator`` are not needed)."""
+        starts = self.starts(split, n)
         for reverse in (False, True):
             for i in range(0, len(starts), batch_size):
                 chunk = starts[i : i + batch_size]
-                yield self.windows("test", chunk, torch.full((len(chunk),), reverse), n)
+                yield self.windows(split, chunk, torch.full((len(chunk),), reverse), n)

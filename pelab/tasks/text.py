@@ -1,89 +1,214 @@
-"""Character-level (byte-level) language modelling on real text.
+"""Byte-level language modelling on real text, causal (``charlm``) and masked (``mlm``).
 
-The default corpus is the Python standard library's own source, found from the
-running interpreter, so it is present wherever Python is and needs no download.
-Files are split into train and validation by a hash of their relative path
-(deterministic, and no file is in both). A user can name any text file or folder;
-a single file is split by position (the last tenth validates).
+The corpus (``load_corpus``) is read once per process and split three ways, no
+byte in two splits:
+
+- a folder: each file goes whole to one split by a hash of its relative path,
+  ``sha1(path) mod 10``: 0 validation, 1 test, 2-9 train (80/10/10 of the
+  files, so no file is in two splits, and a file keeps its split when others come
+  or go). Files are read in the order of that hash (a fixed, spread-out sample of
+  the folder rather than its alphabetically first modules), each split up to its
+  share of MAX_BYTES (80/10/10), a file cut short where its split's share runs
+  out; directories named ``site-packages``, ``dist-packages``, ``__pycache__``
+  or starting with ``.`` are not entered.
+- a single file: by position over its first MAX_BYTES, the first 80% train, the
+  next 10% validation, the last 10% test.
+
+The default corpus is the ``.py`` source of the running interpreter's standard
+library (found with ``sysconfig``, installed packages left out), so it is present
+wherever Python is and needs no download; a user names any text file or folder
+with ``task.corpus``.
+
+charlm  causal: predict byte t+1 from bytes 1..t, scored at every position.
+mlm     bidirectional, BERT-style (Devlin et al. 2019): in each window of n bytes
+        exactly max(1, round(0.15 n)) positions are chosen uniformly without
+        replacement (a fixed count, as in BERT's own data code, so every window
+        scores the same number of bytes and evaluation varies less than with a
+        Bernoulli draw); each chosen byte independently becomes MASK (id 256)
+        with probability 0.8, a uniformly random byte with 0.1 (which is the
+        original byte itself 1 time in 256), or stays as it is with 0.1. The
+        targets are the original bytes, scored at the chosen positions only.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import sysconfig
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
+from torch import Tensor
 
 from pelab.errors import PelabError
 from pelab.tasks import register
-from pelab.tasks.base import Batch, Task
+from pelab.tasks.base import SPLITS, Batch, Task
 
-#: Bytes read from a corpus at most (train and validation together): enough for
-#: small models, and quick to load in every worker.
+#: Bytes read from a corpus at most, all splits together: enough for small models, quick in every worker.
 MAX_BYTES = 6_000_000
+#: Each split's share of the files (by hash) and of MAX_BYTES.
+SHARES = {"train": 0.8, "val": 0.1, "test": 0.1}
+#: Fewest bytes a split may hold.
+MIN_BYTES = {"train": 1000, "val": 100, "test": 100}
 TEXT_SUFFIXES = {".py", ".txt", ".md", ".rst", ".tex", ".html", ".json", ".csv", ".c", ".h", ".js"}
+SKIP_DIRS = {"site-packages", "dist-packages", "__pycache__"}
+
+#: BERT's masking: share of positions chosen, and of those the share masked and the share randomised.
+MASK_RATE, MASK_SHARE, RANDOM_SHARE = 0.15, 0.8, 0.1
+MASK_ID = 256
+
+
+class Corpus(NamedTuple):
+    """The three splits as flat uint8 tensors (a folder's files joined by newlines)."""
+
+    train: Tensor
+    val: Tensor
+    test: Tensor
 
 
 def default_corpus() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
-def _is_validation(rel: str) -> bool:
-    return int(hashlib.sha1(rel.encode()).hexdigest(), 16) % 10 == 0
+def _digest(rel: str) -> int:
+    return int(hashlib.sha1(rel.encode()).hexdigest(), 16)
+
+
+def split_of(rel: str) -> str:
+    """A folder's file's split, from its relative path (POSIX form): sha1 mod 10 = 0 val, 1 test, else train."""
+    return {0: "val", 1: "test"}.get(_digest(rel) % 10, "train")
+
+
+def text_files(root: Path, suffixes: set[str]) -> list[str]:
+    """Relative POSIX paths of the files under root with these suffixes, in hash order."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
+        base = Path(folder).relative_to(root)
+        found += [(base / f).as_posix() for f in files if Path(f).suffix in suffixes]
+    return sorted(found, key=lambda rel: (_digest(rel), rel))
+
+
+def _read(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes from the start of a file, never the whole of a longer one."""
+    with open(path, "rb") as f:
+        return f.read(limit)
 
 
 @functools.lru_cache(maxsize=4)
-def load_corpus(path: str | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(train bytes, validation bytes) as uint8 tensors."""
+def load_corpus(path: str | None) -> Corpus:
+    """The corpus's train, validation and test bytes (see the module docstring for the split)."""
     root = Path(path) if path else default_corpus()
     if not root.exists():
         raise PelabError(f"task.corpus: {root} does not exist; give a text file or a folder of text files")
+    budget = {s: int(MAX_BYTES * SHARES[s]) for s in SPLITS}
     if root.is_file():
-        data = root.read_bytes()[:MAX_BYTES]
-        cut = int(len(data) * 0.9)
-        train, val = data[:cut], data[cut:]
+        data = _read(root, MAX_BYTES)
+        a, b = int(len(data) * SHARES["train"]), int(len(data) * (SHARES["train"] + SHARES["val"]))
+        parts = {"train": data[:a], "val": data[a:b], "test": data[b:]}
+        how = "a file is split by position, 80/10/10"
     else:
-        suffixes = {".py"} if path is None else TEXT_SUFFIXES
-        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in suffixes)
-        parts: dict[bool, list[bytes]] = {True: [], False: []}
-        total = 0
-        for f in files:
-            if total >= MAX_BYTES:
-                break
+        files = text_files(root, {".py"} if path is None else TEXT_SUFFIXES)
+        chunks: dict[str, list[bytes]] = {s: [] for s in SPLITS}
+        for rel in files:
+            split = split_of(rel)
+            if budget[split] <= 0:
+                if all(b <= 0 for b in budget.values()):
+                    break
+                continue
             try:
-                data = f.read_bytes()
+                data = _read(root / rel, budget[split])
             except OSError:
                 continue
-            parts[_is_validation(str(f.relative_to(root)))].append(data)
-            total += len(data)
-        train, val = b"\n".join(parts[False]), b"\n".join(parts[True])
-    if len(train) < 1000 or len(val) < 100:
-        raise PelabError(f"task.corpus: {root} holds too little text ({len(train)} + {len(val)} bytes)")
+            chunks[split].append(data)
+            budget[split] -= len(data) + 1  # and the newline that joins it on
+        parts = {s: b"\n".join(c) for s, c in chunks.items()}
+        how = f"{len(files)} text files split 80/10/10 by a hash of their path; give more text or more files"
+    for s in SPLITS:
+        if len(parts[s]) < MIN_BYTES[s]:
+            raise PelabError(
+                f"task.corpus: {root} gives the {s} split {len(parts[s])} bytes, fewer than {MIN_BYTES[s]} "
+                f"({how}, or name one larger text file)"
+            )
     as_tensor = lambda b: torch.frombuffer(bytearray(b), dtype=torch.uint8)  # noqa: E731
-    return as_tensor(train), as_tensor(val)
+    return Corpus(*(as_tensor(parts[s]) for s in SPLITS))
+
+
+def windows(data: Tensor, size: int, span: int, generator: torch.Generator) -> Tensor:
+    """``size`` windows of ``span`` consecutive bytes at uniform random starts: (B, span) long."""
+    start = torch.randint(0, len(data) - span + 1, (size,), generator=generator)
+    return data[start[:, None] + torch.arange(span)].long()
+
+
+def bert_mask(x: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """BERT's corruption of byte windows x (B, n): the model's inputs and the chosen positions (both (B, n))."""
+    size, n = x.shape
+    k = max(1, round(MASK_RATE * n))
+    order = torch.rand(size, n, generator=generator).argsort(dim=1)  # a uniform permutation per row
+    chosen = torch.zeros(size, n, dtype=torch.bool).scatter_(1, order[:, :k], True)
+    u = torch.rand(size, n, generator=generator)
+    noise = torch.randint(0, 256, (size, n), generator=generator)
+    inputs = torch.where(chosen & (u < MASK_SHARE), MASK_ID, x)
+    inputs = torch.where(chosen & (u >= MASK_SHARE) & (u < MASK_SHARE + RANDOM_SHARE), noise, inputs)
+    return inputs, chosen
+
+
+class TextTask(Task):
+    reports_perplexity = True
+    # Scored at the training context only: C17's length extrapolation is measured on the algorithmic
+    # tasks, where the answer at 2n is defined; here a longer window is only more context, and learned
+    # tables could not serve it.
+    extrapolates = False
+
+    def span(self, n: int) -> int:
+        """Bytes of text one example reads."""
+        return n
+
+    def validate(self) -> None:
+        corpus = load_corpus(self.cfg.corpus)
+        for s in SPLITS:
+            if len(getattr(corpus, s)) < self.span(self.n):
+                raise PelabError(
+                    f"task.length: {self.n} needs {self.span(self.n)} bytes, more than the {s} split of "
+                    f"the corpus holds ({len(getattr(corpus, s))}); give a shorter length or a larger corpus"
+                )
+
+    def text(self, split: str, size: int, generator: torch.Generator, n: int) -> Tensor:
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
+        return windows(getattr(load_corpus(self.cfg.corpus), split), size, self.span(n), generator)
 
 
 @register
-class CharLM(Task):
+class CharLM(TextTask):
     name = "charlm"
     description = "decoder: byte-level language modelling on real text (default: Python's standard library)"
     kind = "decoder"
-    reports_perplexity = True
 
-    def validate(self) -> None:
-        load_corpus(self.cfg.corpus)
+    def span(self, n: int) -> int:
+        return n + 1
 
     def model_fields(self) -> dict[str, object]:
         return dict(kind="decoder", vocab_size=256, n_outputs=256, head="token")
 
     def batch(self, split: str, size: int, generator: torch.Generator, n: int | None = None) -> Batch:
         n = n or self.n
-        train, val = load_corpus(self.cfg.corpus)
-        data = train if split == "train" else val
-        if len(data) <= n + 1:
-            raise PelabError(f"task.length: {n} is longer than the {split} text ({len(data)} bytes)")
-        start = torch.randint(0, len(data) - n - 1, (size,), generator=generator)
-        window = data[start[:, None] + torch.arange(n + 1)].long()  # (B, n+1)
+        window = self.text(split, size, generator, n)  # (B, n+1)
         return Batch(window[:, :-1], window[:, 1:], torch.ones(size, n, dtype=torch.bool))
+
+
+@register
+class MaskedLM(TextTask):
+    name = "mlm"
+    description = "encoder: BERT-style masked byte modelling on real text (15% chosen; 80/10/10 mask/random/same)"
+    kind = "encoder"
+
+    def model_fields(self) -> dict[str, object]:
+        return dict(kind="encoder", vocab_size=257, n_outputs=256, head="token")
+
+    def batch(self, split: str, size: int, generator: torch.Generator, n: int | None = None) -> Batch:
+        x = self.text(split, size, generator, n or self.n)  # (B, n) original bytes
+        inputs, chosen = bert_mask(x, generator)
+        return Batch(inputs, x, chosen)

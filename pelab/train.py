@@ -214,6 +214,9 @@ def _train(
     metrics = dict(evals[str(task.n)])
     metrics.update({f"val_{k}": v for k, v in val.items()})
     metrics["train_loss"] = curve[-1]["loss"]
+    baseline = task.context_free_loss()
+    if baseline is not None:
+        metrics["baseline_loss"] = baseline
     for n, m in evals.items():
         metrics[f"acc_at_{n}"] = m["acc"]
     if checkpoint is not None:

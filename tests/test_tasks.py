@@ -110,8 +110,8 @@ def test_digits_patches_row_major() -> None:
 
 
 def test_charlm_default_corpus_split_by_file() -> None:
-    train, val = load_corpus(None)
-    assert len(train) > 100_000 and len(val) > 10_000
+    train, val, test = load_corpus(None)
+    assert len(train) > 100_000 and len(val) > 10_000 and len(test) > 10_000
     _, b = batch("charlm", length=32)
     assert torch.equal(b.inputs[:, 1:], b.targets[:, :-1])  # next-byte targets
     assert int(b.inputs.max()) < 256

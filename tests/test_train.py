@@ -108,3 +108,28 @@ def test_digits_splits_are_disjoint_and_test_is_unchanged() -> None:
         idx = expect[split]
         assert torch.equal(labels, torch.tensor(data.target[idx]))
         assert torch.allclose(images, torch.tensor(data.images[idx], dtype=torch.float32) / 16.0)
+
+
+def test_language_models_report_bits_per_byte_and_their_context_free_baseline(tmp_path) -> None:
+    """bpb is the mean loss in nats over ln 2; the baseline is the test bytes' cross-entropy under the training
+    bytes' add-one-smoothed frequencies, recomputed here with Counter on a file split 80/10/10 by position."""
+    import math
+    from collections import Counter
+
+    text = ("abracadabra " * 50 + "the quick brown fox jumps over the lazy dog " * 40).encode()
+    f = tmp_path / "t.txt"
+    f.write_bytes(text)
+    cut1, cut2 = int(len(text) * 0.8), int(len(text) * 0.9)
+    train, test = text[:cut1], text[cut2:]
+    counts = Counter(train)
+    total = len(train) + 256
+    expect = -sum(math.log((counts.get(b, 0) + 1) / total) for b in test) / len(test)
+    cfg = RunConfig.model_validate(
+        {"task": {"name": "charlm", "length": 16, "corpus": str(f)}, "model": {"d": 16, "n_layers": 1, "n_heads": 2},
+         "train": {"steps": 5, "eval_batches": 2}}
+    )  # fmt: skip
+    m = train_run(cfg, device="cpu").metrics
+    assert math.isclose(m["baseline_loss"], expect, rel_tol=1e-9)
+    assert math.isclose(m["bpb"], m["loss"] / math.log(2), rel_tol=1e-12)
+    assert math.isclose(m["ppl"], math.exp(m["loss"]), rel_tol=1e-9)
+    assert {"val_bpb", "val_loss"} <= set(m)

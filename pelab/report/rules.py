@@ -42,6 +42,12 @@ ALPHA = 0.05
 RELATIVE_MARGIN = 0.02
 #: SCIENCE.md: at least 5 seeds wherever an equivalence is tested (fewer leave it inconclusive).
 MIN_EQUIVALENCE_SEEDS = 5
+#: A language model "learned its task" when its held-out loss is at most this share of the context-free
+#: baseline's (the test bytes' cross-entropy under the training bytes' unigram frequencies): it uses context
+#: to save at least a fifth of the bits. Next-byte accuracy has no ceiling to compare with a floor.
+LM_LEARNED_SHARE = 0.8
+#: The run metric that marks a language model, and its context-free baseline.
+BASELINE = "baseline_loss"
 
 
 # --- metrics ----------------------------------------------------------------------------
@@ -134,8 +140,16 @@ class Side:
     def seeds(self, key: str = "acc") -> int:
         return len(self.of(key))
 
+    @property
+    def is_language_model(self) -> bool:
+        return bool(self.of(BASELINE))
+
     def learned(self, floor: float) -> bool:
-        """Mean accuracy at the training size at or above the study's floor (one floor for every claim)."""
+        """Mean accuracy at the training size at or above the study's floor (one floor for every claim); for a
+        language model, held-out loss at most LM_LEARNED_SHARE of the context-free baseline's."""
+        if self.is_language_model:
+            loss, base = self.mean("loss"), self.mean(BASELINE)
+            return not math.isnan(loss) and loss <= LM_LEARNED_SHARE * base
         m = self.mean("acc")
         return not math.isnan(m) and m >= floor
 
@@ -383,9 +397,20 @@ class Evidence:
     tests: tuple[Test, ...]
 
 
+def chain_for(c: Comparison, chain: Sequence[str]) -> tuple[str, ...]:
+    """Language models are decided on held-out loss (bits per byte up to a constant: relative differences are
+    the same), whatever the claim's chain: next-byte accuracy is not what a language model is for."""
+    if c.a.is_language_model and c.b.is_language_model:
+        return ("loss",)
+    return tuple(chain)
+
+
 def evidence(comparisons: Sequence[Comparison], chain: Sequence[str], floor: float) -> list[Evidence]:
     """Paired tests of every comparison on each metric of ``chain``; learned = both arms at the floor."""
-    return [Evidence(c, c.learned(floor), tuple(paired_test(c, metric(k)) for k in chain)) for c in comparisons]
+    return [
+        Evidence(c, c.learned(floor), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain)))
+        for c in comparisons
+    ]
 
 
 def family(

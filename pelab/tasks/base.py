@@ -77,6 +77,11 @@ class Task:
         """Fields of ModelConfig that the task, not the user, decides."""
         raise NotImplementedError
 
+    def context_free_loss(self) -> float | None:
+        """Held-out loss (nats per scored target) of the best predictor that ignores the input, for tasks whose
+        accuracy has no ceiling to judge "learned" by (language models); None elsewhere."""
+        return None
+
     # --- data -----------------------------------------------------------------------
     def batch(self, split: str, size: int, generator: torch.Generator, n: int | None = None) -> Batch:
         """``split`` is one of SPLITS. Generated tasks draw every split from the same distribution (the

@@ -155,6 +155,14 @@ def bert_mask(x: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
     return inputs, chosen
 
 
+@functools.lru_cache(maxsize=4)
+def unigram_loss(path: str | None) -> float:
+    corpus = load_corpus(path)
+    counts = torch.bincount(corpus.train.long(), minlength=256).double() + 1.0
+    log_p = torch.log(counts / counts.sum())
+    return float(-log_p[corpus.test.long()].mean())
+
+
 class TextTask(Task):
     reports_perplexity = True
     # Scored at the training context only: C17's length extrapolation is measured on the algorithmic
@@ -174,6 +182,12 @@ class TextTask(Task):
                     f"task.length: {self.n} needs {self.span(self.n)} bytes, more than the {s} split of "
                     f"the corpus holds ({len(getattr(corpus, s))}); give a shorter length or a larger corpus"
                 )
+
+    def context_free_loss(self) -> float:
+        """The test bytes' cross-entropy (nats per byte) under the training bytes' frequencies (add-one
+        smoothed): what a model that ignores every other byte scores. Both tasks score original bytes at
+        positions drawn uniformly, so one baseline serves both; a model "learned" when it beats it clearly."""
+        return unigram_loss(self.cfg.corpus)
 
     def text(self, split: str, size: int, generator: torch.Generator, n: int) -> Tensor:
         if split not in SPLITS:

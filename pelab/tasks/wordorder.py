@@ -10,14 +10,14 @@ wordorder   the first n MiniLM word pieces of a paragraph of real English, forwa
             "the of"): exactly what adding positions to frozen word vectors may blur.
 
 The text is the prose of the corpus: comment and docstring lines of the default
-corpus (Python's standard library, the same files and train/validation split as
+corpus (Python's standard library, the same files and train/validation/test split as
 ``charlm``), or any text file or folder named by ``task.corpus`` (text that reads
 as Python source is likewise cut down to its comments and docstrings). A line is
 prose when it reads as words (letters, spaces, light punctuation, no code);
 consecutive prose lines form a paragraph, paragraphs are tokenised with MiniLM's
 WordPiece tokenizer and joined by [SEP] into one stream per split. A window starts
 at a paragraph start and runs on across [SEP] when the paragraph is shorter than n.
-Training draws paragraphs at random; evaluation reads every validation paragraph
+Training draws paragraphs at random; evaluation reads every held-out paragraph
 once forwards and once reversed, so it is the same, balanced set for every run.
 
 Tokenising the default corpus takes seconds, and every run of a study is a fresh
@@ -111,8 +111,12 @@ def prose_paragraphs(text: str) -> list[str]:
     return paragraphs
 
 
-def tokenize(corpus: str | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(train, validation) streams of MiniLM word-piece ids, paragraphs separated by [SEP]."""
+#: The streams a corpus gives, in ``word_pieces``'s order.
+STREAMS = ("train", "val", "test")
+
+
+def tokenize(corpus: str | None) -> tuple[torch.Tensor, ...]:
+    """(train, validation, test) streams of MiniLM word-piece ids, paragraphs separated by [SEP]."""
     from pelab.pretrained import tokenizer
 
     tok = tokenizer()
@@ -124,7 +128,7 @@ def tokenize(corpus: str | None) -> tuple[torch.Tensor, torch.Tensor]:
             ids.extend(piece)
             ids.append(tok.sep_id)
         streams.append(torch.tensor(ids, dtype=torch.long))
-    return streams[0], streams[1]
+    return tuple(streams)
 
 
 def cache_dir() -> Path:
@@ -153,7 +157,7 @@ def cache_key(corpus: str | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def word_pieces(corpus: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+def word_pieces(corpus: str | None) -> tuple[torch.Tensor, ...]:
     """``tokenize(corpus)``, read from the disk cache when it holds it, else made and stored there."""
     from safetensors.torch import load_file, save_file
 
@@ -163,18 +167,18 @@ def word_pieces(corpus: str | None) -> tuple[torch.Tensor, torch.Tensor]:
     path = cache_dir() / f"wordorder-{key}.safetensors"
     try:
         cached = load_file(path)
-        return cached["train"], cached["validation"]
+        return tuple(cached[k] for k in STREAMS)
     except Exception:  # absent, or unreadable: make it again
         pass
-    train, validation = tokenize(corpus)
+    streams = tokenize(corpus)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        save_file({"train": train, "validation": validation}, str(tmp))
+        save_file(dict(zip(STREAMS, streams, strict=True)), str(tmp))
         os.replace(tmp, path)  # whole or absent, whichever process writes it first
     except OSError:  # a read-only home: every process tokenises for itself
         pass
-    return train, validation
+    return streams
 
 
 @functools.lru_cache(maxsize=32)
@@ -182,7 +186,7 @@ def starts_of(corpus: str | None, split: str, n: int) -> torch.Tensor:
     """``paragraph_starts`` of a split's stream, once per (corpus, split, n) per process."""
     from pelab.pretrained import tokenizer
 
-    return paragraph_starts(word_pieces(corpus)[0 if split == "train" else 1], n, tokenizer().sep_id)
+    return paragraph_starts(word_pieces(corpus)[STREAMS.index(split)], n, tokenizer().sep_id)
 
 
 def paragraph_starts(stream: torch.Tensor, n: int, sep_id: int) -> torch.Tensor:
@@ -200,11 +204,11 @@ class WordOrder(Task):
     def validate(self) -> None:
         if self.cfg.length < 2:
             raise PelabError(f"task.length: wordorder needs at least 2 word pieces to reverse (got {self.cfg.length})")
-        for split in ("train", "test"):
+        for split in STREAMS:
             found = len(self.starts(split, self.max_n))
             if found < MIN_PARAGRAPHS:
                 raise PelabError(
-                    f"task.corpus: the {'training' if split == 'train' else 'validation'} text holds {found} "
+                    f"task.corpus: the {split} split holds {found} "
                     f"paragraphs of prose with {self.max_n} word pieces after their start; wordorder needs "
                     f"{MIN_PARAGRAPHS}"
                 )
@@ -215,7 +219,7 @@ class WordOrder(Task):
         return dict(kind="encoder", vocab_size=VOCAB_SIZE, n_outputs=2, head="pool", token_table="minilm")
 
     def stream(self, split: str) -> torch.Tensor:
-        return word_pieces(self.cfg.corpus)[0 if split == "train" else 1]
+        return word_pieces(self.cfg.corpus)[STREAMS.index(split)]
 
     def starts(self, split: str, n: int) -> torch.Tensor:
         return starts_of(self.cfg.corpus, split, n)

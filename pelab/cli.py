@@ -110,6 +110,9 @@ def params(
     length: Annotated[int, typer.Option(help="sequence length for attention FLOPs")] = 64,
     vocab: Annotated[int, typer.Option(help="vocabulary size (inputs and outputs)")] = 16,
     kind: Annotated[str, typer.Option(help="encoder | decoder")] = "encoder",
+    matrix_rank: Annotated[
+        int | None, typer.Option(help="rank r of matrix's per-position maps, 0..d (default d: one full matrix)")
+    ] = None,
 ) -> None:
     """Parameters and FLOPs per token for every combiner at the same settings."""
     from pelab.config import ModelConfig, PositionConfig, build
@@ -129,11 +132,23 @@ def params(
         position=build(PositionConfig, scheme=position),
         combine="add" if scheme_class(position).has_table else "none",
     )
-    t = Table(title=f"d={d}, {layers} layers, {heads} heads, position={position}, T={length}, vocab={vocab}")
+    if matrix_rank is not None:
+        if not 0 <= matrix_rank <= d:
+            raise PelabError(f"matrix-rank: {matrix_rank} is not in 0..d={d}")
+        # Carried for the matrix row alone (combiner_sizes drops it from the others), so not validated here.
+        cfg = cfg.model_copy(update={"matrix_rank": matrix_rank})
+    rank = d if matrix_rank is None else matrix_rank
+    t = Table(
+        title=f"d={d}, {layers} layers, {heads} heads, position={position}, T={length}, vocab={vocab}, "
+        f"matrix: rank {rank}, one map per position up to max_len={cfg.max_len}"
+    )
     for col in ("combine", "d_token", "d_position", "d_model", "parameters", "x add", "FLOPs/token (fwd)", "x add"):
         t.add_column(col, justify="left" if col == "combine" else "right")
     for row in combiner_sizes(cfg, length):
-        label = row.combine if row.position == position else f"{row.combine} (position={row.position})"
+        notes = ([] if row.position == position else [f"position={row.position}"]) + (
+            [f"rank {rank}"] if row.combine == "matrix" else []
+        )
+        label = row.combine + (f" ({', '.join(notes)})" if notes else "")
         t.add_row(
             label,
             str(row.d_token),
@@ -154,6 +169,9 @@ def run(
     combine: Annotated[str, typer.Option(help="combiner")] = "add",
     d: Annotated[int, typer.Option(help="base width d")] = 64,
     d_position: Annotated[int | None, typer.Option(help="position channels when concatenated")] = None,
+    matrix_rank: Annotated[
+        int | None, typer.Option(help="combine=matrix: rank r of each position's map, 0..d (default d: full)")
+    ] = None,
     layers: Annotated[int, typer.Option(help="Transformer blocks")] = 2,
     heads: Annotated[int, typer.Option(help="attention heads")] = 4,
     layout: Annotated[str, typer.Option(help="sinusoidal layout: paper | tensor2tensor")] = "paper",
@@ -182,6 +200,7 @@ def run(
             n_layers=layers,
             n_heads=heads,
             combine=combine,
+            matrix_rank=matrix_rank,
             position=dict(scheme=position, layout=layout),
         ),
         train=dict(steps=steps, batch_size=batch, lr=lr),

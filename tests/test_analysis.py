@@ -378,6 +378,124 @@ def test_a_users_table_round_trips_from_show_csv(tmp_path: Path) -> None:
         read_table(tmp_path / "bad.csv")
 
 
+# --- multiplicative combiners: what applies to x ⊙ (1 + p) and (I + A_pos) x, and what does not ------------
+
+ADDITIVE = [
+    ("sinusoidal", "add", None),
+    ("learned", "scaled_add", None),
+    ("learned", "concat_split", None),
+    ("sinusoidal", "concat_wide", None),
+    ("learned", "concat_project", None),
+    ("learned", "gated", None),
+    ("rotary", "none", None),
+    ("none", "matrix", 0),  # rank 0 is none
+]
+MULTIPLICATIVE = [
+    ("learned", "multiply", None),
+    ("sinusoidal", "multiply", None),
+    ("none", "matrix", 2),
+    ("rotary", "matrix", None),  # full rank
+]
+
+
+def make_comb(scheme: str, combine: str, rank: int | None, seed: int = 0, **kw) -> Transformer:
+    return make(seed, position=PositionConfig(scheme=scheme), combine=combine, matrix_rank=rank, **kw)
+
+
+def analysis_input(scheme: str, combine: str, rank: int | None, seed: int = 0) -> AnalysisInput:
+    """A freshly initialised model of a tiny reverse task, as an analysis receives a trained one."""
+    extra = {} if rank is None else {"matrix_rank": rank}
+    model = {"d": 16, "n_heads": 2, "position": {"scheme": scheme}, "combine": combine, **extra}
+    run = RunConfig(task={"name": "reverse", "length": 6, "vocab": 8}, model=model, seed=seed)
+    torch.manual_seed(seed)
+    return AnalysisInput.for_model(Transformer(run.model), run)
+
+
+@pytest.mark.parametrize("scheme, combine, rank", ADDITIVE + MULTIPLICATIVE)
+def test_additive_gap_tells_additive_combiners_from_multiplicative_ones(scheme, combine, rank) -> None:
+    from pelab.analysis import additive
+
+    model = make_comb(scheme, combine, rank)
+    gap = additive.additive_gap(model.embed.combiner)
+    why = additive.reason(model, "geometry", "compare as subspaces")
+    if (scheme, combine, rank) in ADDITIVE:
+        assert gap < 1e-12 and why is None, gap
+    else:
+        form = additive.FORMS[combine][0]
+        assert gap > 0.01, gap
+        assert why is not None and why.startswith(f"geometry: does not apply to combine={combine}") and form in why
+
+
+@pytest.mark.parametrize(
+    "scheme, combine, rank",
+    [("sinusoidal", "add", None), ("learned", "concat_split", None), *MULTIPLICATIVE],
+)
+def test_layer1_grid_is_the_models_own_input(scheme, combine, rank) -> None:
+    """Every (token, position) cell of the grid against the model's own layer-1 input, and the closed form."""
+    model = make_comb(scheme, combine, rank)
+    x = torch.randint(0, 11, (4, 10), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        h0 = model(x, return_hidden=True).hidden[0].numpy()  # (B, T, C)
+    grid = geometry.layer1_grid(model, np.arange(11), 10)  # (V, T, C)
+    for b in range(4):
+        for i in range(10):
+            np.testing.assert_allclose(grid[x[b, i], i], h0[b, i], rtol=0, atol=1e-12)
+    e = model.embed.token.weight.detach().numpy()  # (V, d)
+    comb = model.embed.combiner
+    if combine == "multiply":
+        p = model.scheme.table(torch.arange(10)).detach().numpy()
+        want = e[:, None, :] * (1 + p[None])
+    elif combine == "matrix" and rank:
+        u, v = comb.u.detach().numpy()[:10], comb.v.detach().numpy()[:10]  # (T, d, r)
+        want = np.stack([[e[a] + u[i] @ (v[i].T @ e[a]) for i in range(10)] for a in range(11)])
+    elif combine == "matrix":
+        a_pos = comb.a.detach().numpy()[:10]  # (T, d, d)
+        want = np.stack([[e[a] + a_pos[i] @ e[a] for i in range(10)] for a in range(11)])
+    else:
+        return
+    np.testing.assert_allclose(grid, want, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("scheme, combine, rank", MULTIPLICATIVE)
+def test_overlap_and_four_terms_do_not_apply_to_a_multiplicative_combiner(scheme, combine, rank, tmp_path) -> None:
+    """Each says so, with the reason; no 0 for a split that does not exist, no crash where a report asks."""
+    from pelab.analysis import measures, run_analyses
+
+    model = make_comb(scheme, combine, rank)
+    with pytest.raises(PelabError, match=f"attention: does not apply to combine={combine}, a multiplicative"):
+        four_terms(model, torch.zeros(1, 4, dtype=torch.long))
+    with pytest.raises(PelabError, match=f"geometry: does not apply to combine={combine}"):
+        geometry.layer1_parts(model, 10)
+    inputs = analysis_input(scheme, combine, rank)
+    for name in ("overlap", "cross_share"):
+        got = measures.MEASURES[name](inputs)
+        assert list(got) == ["not_applicable"] and f"combine={combine}" in got["not_applicable"], got
+    g = geometry.run(inputs, tmp_path)
+    assert g["overlap"] == {} and "multiplicative" in g["not_applicable"]
+    assert "does not apply to combine=" in g["summary"] and "geometry_subspaces.png" not in g["files"]
+    assert len(g["random_cosines"]) == len(geometry.COSINE_WIDTHS)  # what does apply is still there
+    with pytest.raises(PelabError, match="multiplicative"):
+        run_analyses("attention", inputs, tmp_path)
+
+
+@pytest.mark.parametrize("scheme, combine, rank", MULTIPLICATIVE)
+def test_input_probes_read_token_and_position_through_a_multiplicative_combiner(scheme, combine, rank) -> None:
+    """At initialisation already: the token is read almost perfectly, position well above chance (1/6)."""
+    from pelab.analysis import measures
+
+    got = measures.MEASURES["input_probes"](analysis_input(scheme, combine, rank))
+    assert got["token"] > 0.9 and got["position"] > 1 / 6 + 0.2, got
+
+
+def test_spectrum_and_linearity_name_matrix_maps_as_no_table(tmp_path) -> None:
+    inputs = analysis_input("none", "matrix", 2)
+    for name, mod in (("spectrum", spectrum), ("linearity", linearity)):
+        with pytest.raises(PelabError, match=f"{name}: combine=matrix carries position in its own per-position maps"):
+            mod.run(inputs, tmp_path)
+    s = spectrum.run(analysis_input("learned", "multiply", None), tmp_path)  # multiply's table is a table
+    assert s["d"] == 16 and s["length"] == 6
+
+
 # --- loading a study's run ----------------------------------------------------------------------------
 
 

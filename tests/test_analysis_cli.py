@@ -1,7 +1,8 @@
 """`pelab analyze`, run as a user runs it, on models trained here and stored as a study stores them.
 
-Two tiny models are trained in-process (learned + add, and rotary + none, which has no
-input table) and written to a results store with their checkpoints where
+Tiny models are trained in-process (learned + add; rotary + none, which has no input
+table; and the two multiplicative combiners, learned + multiply and matrix of rank 2) and
+written to a results store with their checkpoints where
 `pelab study --checkpoints` puts them. `analyze all` on the trained model and a
 scheme-alone analysis run in fresh interpreters, as a user runs them; the rest call the
 same entry point in-process.
@@ -28,10 +29,10 @@ from pelab.train import train_run
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def run_config(scheme: str, combine: str, steps: int) -> RunConfig:
+def run_config(scheme: str, combine: str, steps: int, **model: object) -> RunConfig:
     return RunConfig(
         task={"name": "reverse", "length": 6, "vocab": 8},
-        model={"d": 16, "n_heads": 2, "position": {"scheme": scheme}, "combine": combine},
+        model={"d": 16, "n_heads": 2, "position": {"scheme": scheme}, "combine": combine, **model},
         train={"steps": steps, "lr": 3e-3, "batch_size": 32, "eval_batches": 2},
     )
 
@@ -51,6 +52,8 @@ class Trained:
     bare: Path  # the same rows, as a study run without --checkpoints leaves them
     learned: RunConfig
     rotary: RunConfig
+    multiply: RunConfig
+    matrix: RunConfig
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +62,9 @@ def trained(tmp_path_factory) -> Trained:
     db, bare = root / "study", root / "bare"
     (db / "checkpoints").mkdir(parents=True)
     learned, rotary = run_config("learned", "add", 120), run_config("rotary", "none", 20)
+    multiply, matrix = run_config("learned", "multiply", 20), run_config("none", "matrix", 20, matrix_rank=2)
     store, bare_store = Store(db), Store(bare)
-    for cfg in (learned, rotary):
+    for cfg in (learned, rotary, multiply, matrix):
         result = train_run(cfg, threads=1, checkpoint=db / "checkpoints" / f"{cfg.run_id}.safetensors")
         assert result.status == "done", result.reason
         store.write(cfg, result)
@@ -69,7 +73,7 @@ def trained(tmp_path_factory) -> Trained:
     bare_store.close()
     table = np.sin(np.arange(24)[:, None] * np.array([1.0, 0.5, 0.25, 0.1])[None, :])
     np.savetxt(root / "table.csv", table, delimiter=",", fmt="%.17g")
-    return Trained(root, db, bare, learned, rotary)
+    return Trained(root, db, bare, learned, rotary, multiply, matrix)
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +154,39 @@ def test_all_on_a_model_without_an_input_table_skips_what_needs_one(trained: Tra
         assert not (res.out / f"{name}.json").exists()
         assert f"{name}: skipped" in res.stdout
     assert "overlap" not in json.loads((res.out / "geometry.json").read_text())["summary"]
+
+
+@pytest.mark.parametrize("combine", ["multiply", "matrix"])
+def test_all_on_a_multiplicative_combiner_says_what_does_not_apply(
+    trained: Trained, combine: str, monkeypatch, capsys
+) -> None:
+    """The four terms are skipped with the reason, geometry keeps its random cosines and says why it has no
+    overlap, and the probes read token and position from the layer-1 input as for any combiner."""
+    cfg = getattr(trained, combine)
+    res = in_process(
+        ["all", "--run", cfg.run_id, "--db", str(trained.db)], trained.root / f"out-{combine}", monkeypatch, capsys
+    )
+    assert not (res.out / "attention.json").exists()
+    assert f"attention: skipped: does not apply to combine={combine}, a multiplicative combiner" in " ".join(
+        res.stdout.split()
+    )
+    g = written(res, "geometry")
+    assert g["overlap"] == {} and f"combine={combine}" in g["not_applicable"]
+    assert "does not apply" in g["summary"]
+    p = written(res, "probes")
+    assert p["token"]["accuracy"] > p["token"]["chance"] + 0.5
+    assert p["position"][0]["accuracy"] > p["position"][0]["chance"] + 0.2
+    assert p["collisions"]["points"] == 8 * 6
+    written(res, "symmetry")
+    table_analyses = ("spectrum", "linearity")
+    if combine == "multiply":  # its position table is a table like any other
+        for name in table_analyses:
+            written(res, name)
+    else:
+        for name in table_analyses:
+            assert f"{name}: skipped: combine=matrix carries position in its own per-position maps" in " ".join(
+                res.stdout.split()
+            )
 
 
 def test_scheme_alone(runs: dict[str, Result]) -> None:

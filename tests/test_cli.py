@@ -185,8 +185,49 @@ def test_params_prints_what_multiply_and_matrix_cost(monkeypatch, capsys) -> Non
         for cells in (line.split("│") for line in r.stdout.splitlines() if line.startswith("│"))
     }
     assert rows["multiply"][:4] == ["16", "16", "16", "6,816"] and rows["multiply"][5] == "20,992"
-    matrix = rows["matrix (position=none)"]
+    matrix = rows["matrix (position=none, rank 16)"]
     assert matrix[:4] == ["16", "0", "16", f"{6816 + 512 * 16 * 16:,}"] and matrix[5] == f"{20992 + 2 * 16 * 16:,}"
+
+
+@pytest.mark.parametrize("rank", [0, 2])
+def test_params_matrix_rank_sizes_the_low_rank_maps(rank, monkeypatch, capsys) -> None:
+    """Rank r: U, V of 512 x 16 x r each, 2·512·16·r parameters, and 4·16·r FLOPs/token; other rows unchanged."""
+    r = run_in_process(["params", "--d", "16", "--matrix-rank", str(rank)], monkeypatch, capsys)
+    assert r.rc == 0, r.stderr
+    rows = {
+        cells[1].strip(): [c.strip() for c in cells[2:-1]]
+        for cells in (line.split("│") for line in r.stdout.splitlines() if line.startswith("│"))
+    }
+    assert rows["add"][3] == "6,816"
+    matrix = rows[f"matrix (position=none, rank {rank})"]
+    assert matrix[3] == f"{6816 + 2 * 512 * 16 * rank:,}" and matrix[5] == f"{20992 + 4 * 16 * rank:,}"
+
+
+def test_params_matrix_rank_past_d_is_one_line(monkeypatch, capsys) -> None:
+    r = run_in_process(["params", "--d", "16", "--matrix-rank", "17"], monkeypatch, capsys)
+    assert_one_line_error(r, "matrix-rank", "17", "0..d=16")
+
+
+def test_run_matrix_rank_sets_the_models_rank(monkeypatch, capsys, tmp_path) -> None:
+    """--matrix-rank 2 at d=16, length 4: the maps serve max_len positions, 2·max_len·16·2 parameters over none."""
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    common = ["--length", "4", "--d", "16", "--steps", "1", "--threads", "1", "--device", "cpu", "--json"]
+    got = {}
+    for args in (["--combine", "none"], ["--combine", "matrix", "--matrix-rank", "2"]):
+        r = run_in_process(["run", "--position", "none", *args, *common], monkeypatch, capsys)
+        assert r.rc in (0, None), r.stderr
+        got[args[1]] = json.loads(r.stdout)
+    extra = got["matrix"]["params"] - got["none"]["params"]
+    assert extra > 0 and extra % (2 * 16 * 2) == 0
+
+
+def test_run_matrix_rank_with_another_combiner_is_one_line(monkeypatch, capsys, tmp_path) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = run_in_process(["run", "--combine", "add", "--matrix-rank", "2", "--steps", "1"], monkeypatch, capsys)
+    assert_one_line_error(r, "matrix_rank", "combine=add")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

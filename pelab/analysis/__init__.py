@@ -14,6 +14,11 @@ module's docstring; every result has ``analysis``, ``source``, ``summary`` and `
 | probes    | C8, C10  | yes |
 | symmetry  | C8       | no (every scheme on fresh encoders; plus the model if given) |
 | linearity | C11      | no (a scheme, a user's table, or a trained model's table) |
+
+Multiplicative combiners (multiply: x ⊙ (1 + p); matrix: (I + A_pos) x) have no token part
+plus position part at the layer-1 input, so what presumes one (geometry's overlap, the four
+attention terms) says it does not apply and why (``additive.reason``); the probes, the
+symmetry test and, for multiply's table, spectrum and linearity apply as to any model.
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ def run_analyses(what: str, inputs: AnalysisInput, out: Path) -> dict[str, dict[
 
     A single named analysis that cannot run raises its PelabError; ``all`` runs every analysis
     that applies (a scheme alone skips those needing a model; a model without an input table
-    skips those needing one) and says why it skipped the rest.
+    skips those needing one; a multiplicative combiner skips the four attention terms) and says
+    why it skipped the rest.
     """
     if what != "all":
         return {what: analysis(what).run(inputs, out)}

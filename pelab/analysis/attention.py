@@ -23,6 +23,10 @@ The split, for a pre-LayerNorm layer 1 whose input is h = X + P:
   plus, for a scheme with a logit bias, that bias as a term of its own ("scheme").
   These add up to the logits the model itself computes (max_abs_diff, at float64
   round-off), which ``run`` checks and reports.
+* A multiplicative combiner (multiply: x ⊙ (1 + p); matrix: (I + A_pos) x) has no such
+  split: its position signal is a product of token and position, so there is no X and
+  P to set apart and no four terms; the analysis refuses with that reason (see
+  ``pelab.analysis.additive``) rather than return shares of a split that does not exist.
 
 Shares (per head, over held-out sequences, over the (query, key) pairs attention uses:
 all of them in an encoder, key <= query in a decoder):
@@ -52,6 +56,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from pelab.analysis import additive
 from pelab.analysis.inputs import AnalysisInput, float64_copy, one_blas_thread, write_json
 from pelab.embedding import EmbeddingParts
 from pelab.errors import PelabError
@@ -113,6 +118,9 @@ class FourTerms:
 def input_parts(model: Transformer, parts: EmbeddingParts) -> dict[str, Tensor]:
     """Token and position parts of the layer-1 input, each through the combiner alone (see the docstring)."""
     emb = model.embed
+    why = additive.reason(model, "attention", "split the layer-1 logits into four terms by")
+    if why is not None:
+        raise PelabError(why)
     if parts.position is None:
         raise PelabError(
             f"attention: position={model.cfg.position.scheme} with combine={model.cfg.combine} puts no position "

@@ -14,12 +14,16 @@
   For a trained model: at initialisation (same seed, same construction) and after
   training, so one sees whether training pulls them apart. For a scheme alone: its
   table against a random N(0, 1) token table, at the given d and across d = 16..256.
+  A multiplicative combiner (multiply, matrix) has no position part to compare (its
+  position signal x ⊙ p or A_pos x is a product of token and position; see
+  ``pelab.analysis.additive``): the overlap is left out and ``not_applicable`` says why.
 
 ``run`` returns (and writes to geometry.json) these stable keys:
     source, random_cosines [{d, mean_abs_cos, stderr, law, exact, pairs}],
     overlap {init, trained} (model) or {table} (scheme), each
         {angles_deg, dims [ka, kb], overlap, random_baseline, width}
-        (empty when position does not enter at the input),
+        (empty when position does not enter at the input, or the combiner is multiplicative),
+    not_applicable (why the overlap does not apply to the model's combiner, or null),
     overlap_by_d [{d, overlap, random_baseline, dims}] (scheme with a formula),
     energy, definition, summary, files (geometry_cosines.png, geometry_subspaces.png, geometry.json).
 """
@@ -33,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pelab.analysis import additive
 from pelab.analysis.inputs import AnalysisInput, one_blas_thread, write_json
 from pelab.errors import PelabError
 from pelab.model import Transformer
@@ -157,8 +162,12 @@ def layer1_parts(model: Transformer, length: int, max_tokens: int = 4096) -> tup
     """Token vectors (one per vocabulary entry, or per input axis of a patch projection) and
     position vectors (one per position), each mapped through the combiner alone.
 
-    Returns ((V, C), (length, C) or None when position does not enter at the input).
+    Returns ((V, C), (length, C) or None when position does not enter at the input). Only for an
+    additive combiner: a multiplicative one has no position vectors of its own (PelabError says why).
     """
+    why = additive.reason(model, "geometry", "compare as subspaces")
+    if why is not None:
+        raise PelabError(why)
     emb = model.embed
     w = emb.combiner.widths
     if isinstance(emb.token, torch.nn.Embedding):
@@ -179,6 +188,21 @@ def layer1_parts(model: Transformer, length: int, max_tokens: int = 4096) -> tup
     sides = {k: (p if k == "position" else zeros(length, v)) for k, v in w.sides.items()}
     positions = emb.combiner(zeros(length, w.token), sides)[0]  # (T, C)
     return tokens.double().numpy(), positions.double().numpy()
+
+
+@torch.no_grad()
+def layer1_grid(model: Transformer, ids: np.ndarray, length: int) -> np.ndarray:
+    """(len(ids), length, C): the layer-1 input of each token id at each position 0..length-1 through the
+    model's own combiner: x_a + p_i under add, x_a ⊙ (1 + p_i) under multiply, (I + A_i) x_a under matrix.
+    Segments are left out (held at zero)."""
+    emb = model.embed
+    w = emb.combiner.widths
+    positions = torch.arange(length)
+    x = emb.token(torch.as_tensor(ids, dtype=torch.long))[:, None, :].expand(-1, length, -1)  # (V, T, d_token)
+    sides = {k: torch.zeros(len(ids), length, v, dtype=x.dtype) for k, v in w.sides.items()}
+    if "position" in sides:
+        sides["position"] = model.scheme.table(positions).to(x.dtype)[None].expand(len(ids), -1, -1)  # (V, T, d_p)
+    return emb.combiner(x, sides, positions).double().numpy()  # (V, T, C)
 
 
 def model_overlap(model: Transformer, length: int, energy: float = ENERGY) -> dict[str, Any] | None:
@@ -212,12 +236,14 @@ def run(inputs: AnalysisInput, out: Path) -> dict[str, Any]:
     curve = cosine_curve(seed=inputs.seed)
     result: dict[str, Any] = {"analysis": "geometry", "source": inputs.label, "random_cosines": curve}
     overlap: dict[str, Any] = {}
-    if inputs.model is not None:
+    why = None if inputs.model is None else additive.reason(inputs.model, "geometry", "compare as subspaces")
+    result["not_applicable"] = None if why is None else why.removeprefix("geometry: ")
+    if inputs.model is not None and why is None:
         trained = model_overlap(inputs.model, inputs.length)
         if trained is not None:
             overlap["init"] = model_overlap(inputs.initial_model(), inputs.length)
             overlap["trained"] = trained
-    else:
+    elif inputs.model is None:
         table = inputs.position_table()
         if table is not None:
             tokens = np.random.default_rng(inputs.seed).standard_normal((inputs.vocab, table.shape[1]))
@@ -274,6 +300,8 @@ def run(inputs: AnalysisInput, out: Path) -> dict[str, Any]:
             )
         )
     result["summary"] = _summary(curve, overlap)
+    if result["not_applicable"]:
+        result["summary"] += "; token/position overlap " + result["not_applicable"]
     result["files"] = [p.name for p in [*files, out / "geometry.json"]]
     write_json(out, "geometry", result)
     return result

@@ -82,6 +82,12 @@ def tables_to_test(inputs: AnalysisInput) -> dict[str, np.ndarray]:
     from pelab.positions.sinusoidal import sinusoid_table
 
     table = inputs.position_table()
+    if table is None and inputs.model is not None:
+        from pelab.analysis.additive import no_table_reason
+
+        why = no_table_reason(inputs.model, "linearity")
+        if why is not None:
+            raise PelabError(why)
     if table is None:
         raise PelabError(
             f"linearity: position={inputs.scheme} has no input table to test; schemes with one: "

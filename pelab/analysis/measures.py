@@ -5,6 +5,11 @@ one run a reader looks at; a verdict "over seeds" needs the same number from eve
 and at seconds per analysis that would dominate the report. Each function here computes
 exactly the number its analysis computes (the same functions, the same held-out data), so
 the figure of the displayed run and the verdict's per-seed values agree.
+
+``overlap`` and ``cross_share`` presume an additive layer-1 input (x + p, [x ; p], ...). On a
+multiplicative combiner (multiply, matrix) they return ``{"not_applicable": reason}`` and no
+numbers: a sentence the report can show, never a 0 for a split that does not exist. The
+probes apply to every combiner.
 """
 
 from __future__ import annotations
@@ -18,11 +23,15 @@ import torch
 from pelab.analysis.inputs import AnalysisInput, float64_copy, one_blas_thread
 
 
-def overlap(inputs: AnalysisInput) -> dict[str, float]:
+def overlap(inputs: AnalysisInput) -> dict[str, Any]:
     """Token/position subspace overlap at initialisation and after training (``geometry``'s numbers)."""
+    from pelab.analysis.additive import reason
     from pelab.analysis.geometry import model_overlap
 
     model, _ = inputs.require_model("overlap")
+    why = reason(model, "overlap", "compare as subspaces")
+    if why is not None:
+        return {"not_applicable": why}
     trained = model_overlap(model, inputs.length)
     init = model_overlap(inputs.initial_model(), inputs.length)
     if trained is None or init is None:
@@ -30,12 +39,16 @@ def overlap(inputs: AnalysisInput) -> dict[str, float]:
     return {"init": init["overlap"], "trained": trained["overlap"], "random": trained["random_baseline"]}
 
 
-def cross_share(inputs: AnalysisInput) -> dict[str, float]:
+def cross_share(inputs: AnalysisInput) -> dict[str, Any]:
     """Share of layer-1 within-query logit variance from the token–position and position–token terms
     (``attention``'s numbers, mean over heads)."""
+    from pelab.analysis.additive import reason
     from pelab.analysis.attention import SEQUENCES, four_terms, mean_shares, variance_shares
 
     model, _ = inputs.require_model("cross share")
+    why = reason(model, "cross share", "split the layer-1 logits into four terms by")
+    if why is not None:
+        return {"not_applicable": why}
     batch = inputs.held_out(SEQUENCES)
     x = batch.inputs.double() if batch.inputs.is_floating_point() else batch.inputs
     split = four_terms(float64_copy(model), x, batch.segments)

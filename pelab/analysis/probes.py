@@ -21,16 +21,18 @@ Probe protocol (``classify`` / ``regress``):
   fold's mean; it is always reported beside the score;
 * a control with the labels shuffled across tokens must land at chance.
 
-Collisions (C10): every (token a, position i) pair of the layer-1 input h(a, i) (token
-and position vectors through the combiner, as ``geometry.layer1_parts``) is compared with
-all others. A *token collision* at (a, i): the nearest point of another token at another
+Collisions (C10): every (token a, position i) pair of the layer-1 input h(a, i) (the token
+at that position through the model's own combiner, ``geometry.layer1_grid``: x_a + p_i
+under add, [x_a; p_i] under concat, x_a ⊙ (1 + p_i) under multiply, (I + A_i) x_a under
+matrix) is compared with all others. A *token collision* at (a, i): the nearest point of another token at another
 position is at least as close as the nearest point of the same token at another position
 (so nearest-neighbour decoding across positions gets the token wrong). A *position
 collision*: the nearest point of another position (and another token) is at least as close
 as the nearest point of the same position (and another token). Concatenation makes both
 impossible (||[x_a - x_b; p_i - p_j]|| >= ||p_i - p_j||); addition does not. The grid
 takes the task's commonest tokens (at most ``MAX_GRID``) and its first ``MAX_GRID``
-positions; segment embeddings are left out.
+positions; segment embeddings are left out. Nothing here presumes an additive input, so the
+probes and the collisions apply to every combiner, the multiplicative ones included.
 
 ``run`` returns (and writes to probes.json) these stable keys:
     source, sequences, length,
@@ -243,7 +245,7 @@ def collisions(points: np.ndarray, chunk: int = 512) -> dict[str, float]:
 @one_blas_thread
 def run(inputs: AnalysisInput, out: Path) -> dict[str, Any]:
     from pelab import plots
-    from pelab.analysis.geometry import layer1_parts
+    from pelab.analysis.geometry import layer1_grid
 
     model, _ = inputs.require_model("probes")
     batch = inputs.held_out(SEQUENCES, offset=1)
@@ -263,14 +265,10 @@ def run(inputs: AnalysisInput, out: Path) -> dict[str, Any]:
     grid = None
     if not batch.inputs.is_floating_point():
         token = classify(first, batch.inputs.reshape(-1).numpy(), groups)
-        tokens, pos_vectors = layer1_parts(model, T)
         ids, counts = np.unique(batch.inputs.numpy(), return_counts=True)
-        tokens = tokens[ids[np.argsort(-counts, kind="stable")][:MAX_GRID]]  # the commonest tokens of the task
-        if pos_vectors is None:
-            pos_vectors = np.zeros((T, tokens.shape[1]))
-        pos_vectors = pos_vectors[:MAX_GRID]
-        if tokens.shape[0] >= 2 and pos_vectors.shape[0] >= 2:
-            grid = collisions(tokens[:, None, :] + pos_vectors[None, :, :])
+        ids = ids[np.argsort(-counts, kind="stable")][:MAX_GRID]  # the commonest tokens of the task
+        if len(ids) >= 2 and min(T, MAX_GRID) >= 2:
+            grid = collisions(layer1_grid(model, ids, min(T, MAX_GRID)))
     result: dict[str, Any] = {
         "analysis": "probes",
         "source": inputs.label,

@@ -81,6 +81,12 @@ def run(inputs: AnalysisInput, out: Path) -> dict[str, Any]:
     from pelab import plots
 
     table = inputs.position_table()
+    if table is None and inputs.model is not None:
+        from pelab.analysis.additive import no_table_reason
+
+        why = no_table_reason(inputs.model, "spectrum")
+        if why is not None:
+            raise PelabError(why)
     if table is None:
         raise PelabError(
             f"spectrum: position={inputs.scheme} has no input table (it acts inside attention, or the combiner "

@@ -54,6 +54,9 @@ class PositionConfig(Frozen):
     rotary_fraction: float = Field(1.0, gt=0, le=1, description="share of each head's channels that rotary turns")
     t5_buckets: int = Field(32, ge=4, description="T5 relative-position buckets")
     t5_max_distance: int = Field(128, ge=2, description="T5: offsets beyond this share the last bucket")
+    grid_combine: Literal["concat", "add"] | None = Field(
+        None, description="sincos2d: row and column codes concatenated (concat, stored as None: MAE) or added"
+    )
 
     @field_validator("scheme")
     @classmethod
@@ -61,6 +64,28 @@ class PositionConfig(Frozen):
         if v not in SCHEMES:
             raise unknown("position", v, SCHEMES)
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _grid_combine_is_sincos2d(cls, data: object) -> object:
+        if not isinstance(data, dict) or data.get("grid_combine") is None:
+            return data
+        scheme = data.get("scheme", "sinusoidal")
+        if scheme != "sincos2d":
+            raise ValueError(
+                f"position.grid_combine: only sincos2d has row/column halves (scheme={scheme}); leave it out"
+            )
+        # concat is MAE's layout, what sincos2d did before the field existed: stored as unset, so the same
+        # model gets the same run id whether a study names it or not.
+        return {**data, "grid_combine": None} if data["grid_combine"] == "concat" else data
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_grid_combine(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Left out while unset, so configs (and run ids) from before the field existed hash as they did.
+        data = handler(self)
+        if data.get("grid_combine") is None:
+            data.pop("grid_combine", None)
+        return data
 
     def options(self) -> dict[str, object]:
         return self.model_dump(exclude={"scheme"})

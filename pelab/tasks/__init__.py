@@ -32,7 +32,7 @@ def make_task(cfg: TaskConfig) -> Task:
     return task_class(cfg.name)(cfg)
 
 
-for _module in ("synthetic", "algorithmic", "text", "segments", "digits", "wordorder"):
+for _module in ("synthetic", "algorithmic", "text", "segments", "digits", "grid2d", "wordorder"):
     importlib.import_module(f"pelab.tasks.{_module}")
 
 __all__ = ["TASKS", "Batch", "Task", "make_task", "register", "task_class"]

@@ -26,6 +26,7 @@ from pelab.errors import PelabError
 from pelab.files import write_atomic
 from pelab.report import rates
 from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, all_claims
+from pelab.report.claims_published import published_section
 from pelab.report.figures import curves_plot
 from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale
 from pelab.report.verdicts import (
@@ -136,7 +137,9 @@ def rates_section(ctx: ReportContext, claims: list[ClaimResult]) -> Section | No
     table = Table(
         "Each arm's rate (validation loss, mean over seeds; ◀ kept)", ["arm", "kept", *map("{:g}".format, tried)], rows
     )
-    at_fixed = replace(ctx, frame=rates.at_rate(ctx.frame_all, ctx.study.tuned, fixed), rate_choices=[])
+    at_fixed = replace(
+        ctx, frame=rates.at_rate(ctx.frame_all, ctx.study.tuned, fixed), rate_choices=[], analyses=dict(ctx.analyses)
+    )
     fixed_claims = {c.id: c for c in _run_claims(at_fixed)}
     changed, compare = 0, []
     for c in claims:
@@ -263,7 +266,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
 
     ctx.analyses["pretrained"] = run_pretrained(folder, None)  # measures MiniLM; trains nothing
     claims = _run_claims(ctx)
-    sections = [s for s in (rates_section(ctx, claims),) if s is not None]
+    sections = [s for s in (published_section(ctx, claims), rates_section(ctx, claims)) if s is not None]
     curves = _curves(ctx)
     with Store(folder, create=False) as store:
         seconds = store.meta("study_seconds")

@@ -98,7 +98,9 @@ PROBE = Metric("probe", "probe accuracy", True, (0.0, 1.0), tolerance=1e-3)
 SHARE = Metric("share", "cross-term share of logit variance", True, (0.0, 1.0), tolerance=1e-6)
 #: Held-out cross-entropy in nats per scored target; below 1e-4 the right answer already has p > 0.9999.
 LOSS = Metric("loss", "held-out loss", False, (0.0, math.inf), tolerance=1e-4, relative=True)
-METRICS: dict[str, Metric] = {m.key: m for m in (ACC, LOSS, OVERLAP, PROBE, SHARE)}
+#: Language models' held-out loss in bits per byte (loss / ln 2: relative differences equal the loss's).
+BPB = Metric("bpb", "bits per byte", False, (0.0, math.inf), tolerance=1e-4, relative=True)
+METRICS: dict[str, Metric] = {m.key: m for m in (ACC, LOSS, BPB, OVERLAP, PROBE, SHARE)}
 
 
 def metric(key: str) -> Metric:
@@ -267,7 +269,9 @@ def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[tuple[bool, flo
 
 
 # --- rows and families ------------------------------------------------------------------
-Kind = Literal["better", "equivalent", "not_worse"]
+#: better: A beats B (the interval excludes 0); beyond_margin: A beats B by more than the margin ("far better");
+#: equivalent: within ±margin; not_worse: A trails B by less than the margin.
+Kind = Literal["better", "beyond_margin", "equivalent", "not_worse"]
 
 
 @dataclass
@@ -342,6 +346,12 @@ def _decide(kind: Kind, lo: float, hi: float, margin: float, n: int = MIN_EQUIVA
         if hi < 0 or (equivalence_ok and -margin <= lo and hi <= margin):
             return NOT_SUPPORTED
         return INCONCLUSIVE
+    if kind == "beyond_margin":
+        if lo > margin:
+            return SUPPORTED
+        if hi < 0 or (equivalence_ok and hi <= margin):
+            return NOT_SUPPORTED
+        return INCONCLUSIVE
     if kind == "equivalent":
         if equivalence_ok and -margin <= lo and hi <= margin:
             return SUPPORTED
@@ -377,14 +387,17 @@ def choose_test(c: Comparison, chain: Sequence[str]) -> tuple[Test | None, list[
 def _p_for(kind: Kind, t: Test, margin: float, combine: str) -> float:
     """The p-value Holm ranks: for 'any' families the test that would support the claim on this row; for
     'all' families the test that would refute it."""
-    if combine == "any":  # only 'A beats B on some comparison' is claimed that way
-        return t.p_beyond(0.0) if kind == "better" and t.sign * t.mean > 0 else math.nan
+    if combine == "any":  # only 'A beats B (far) on some comparison' is claimed that way
+        theta = margin if kind == "beyond_margin" else 0.0
+        return t.p_beyond(theta) if kind in ("better", "beyond_margin") and t.sign * t.mean > theta else math.nan
     # 'all': refuting rows
     if kind == "equivalent":
         m = abs(t.mean)
         return t.p_beyond(math.copysign(margin, t.sign * t.mean)) if m > margin else math.nan
     if kind == "not_worse":
         return t.p_beyond(-margin) if t.sign * t.mean < -margin else math.nan
+    if kind == "beyond_margin":
+        return t.p_beyond(margin) if t.sign * t.mean < margin else math.nan
     return t.p_beyond(0.0) if t.sign * t.mean < 0 else math.nan
 
 
@@ -401,7 +414,7 @@ def chain_for(c: Comparison, chain: Sequence[str]) -> tuple[str, ...]:
     """Language models are decided on held-out loss (bits per byte up to a constant: relative differences are
     the same), whatever the claim's chain: next-byte accuracy is not what a language model is for."""
     if c.a.is_language_model and c.b.is_language_model:
-        return ("loss",)
+        return ("bpb",)
     return tuple(chain)
 
 

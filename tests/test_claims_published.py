@@ -1,0 +1,154 @@
+"""C18, C19 and the published-vs-measured outcomes on hand-made evidence whose verdict is known: each branch."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from pelab.report.claims_published import (
+    AGREE,
+    DISAGREE,
+    UNTESTED,
+    best_against_nope,
+    combine_halves,
+    kazemnejad_outcome,
+    rule_c18,
+    rule_c19,
+)
+from pelab.report.rules import LM_LEARNED_SHARE, Comparison, Side
+from pelab.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+
+FLOOR, MARGIN = 0.8, 0.01
+LN2 = math.log(2)
+BASELINE = 3.2  # nats per byte, about the stdlib's unigram loss
+
+
+def lm(label: str, bpb: list[float], baseline: float = BASELINE) -> Side:
+    """A language-model arm: loss in nats from bits per byte, with the context-free baseline beside it."""
+    seeds = range(len(bpb))
+    return Side(
+        label,
+        {
+            "bpb": dict(zip(seeds, bpb, strict=True)),
+            "loss": {s: b * LN2 for s, b in zip(seeds, bpb, strict=True)},
+            "val_loss": {s: b * LN2 for s, b in zip(seeds, bpb, strict=True)},
+            "baseline_loss": {s: baseline for s in seeds},
+            "acc": {s: 0.5 for s in seeds},  # next-byte accuracy: far below the floor, and it must not matter
+        },
+        params=1000,
+        flops=2000,
+        run_ids=(label,),
+    )
+
+
+def comp(a: Side, b: Side) -> Comparison:
+    return Comparison({"task.name": "charlm"}, a, b)
+
+
+GOOD = [2.50, 2.52, 2.49, 2.51, 2.50]  # learned: 2.5 bits = 1.73 nats, well below 0.8 x 3.2
+CLOSE = [2.51, 2.53, 2.50, 2.52, 2.51]  # +0.4%: inside ±2%
+FAR = [2.90, 2.95, 2.92, 2.91, 2.93]  # +16%
+NOISY = [2.40, 2.70, 2.45, 2.75, 2.50]
+SLIGHT = [1.010, 1.012, 1.009, 1.011, 1.010]  # 1% worse, a little noise
+UNLEARNED = [4.40, 4.45, 4.42, 4.41, 4.43]  # 3.06 nats: above 0.8 x 3.2 = 2.56
+
+
+def test_language_models_learn_against_their_context_free_baseline_not_accuracy() -> None:
+    assert lm("x", GOOD).learned(FLOOR)
+    assert not lm("x", UNLEARNED).learned(FLOOR)
+    edge = BASELINE * LM_LEARNED_SHARE / LN2
+    assert lm("x", [edge - 1e-6] * 3).learned(FLOOR) and not lm("x", [edge + 1e-6] * 3).learned(FLOOR)
+
+
+def test_c18_every_branch() -> None:
+    close, far, noisy = comp(lm("nope", CLOSE), lm("best", GOOD)), comp(lm("nope", FAR), lm("best", GOOD)), None
+    fails = comp(lm("best", GOOD), lm("nope", UNLEARNED))  # masked: A = best, B = NoPE (may not learn)
+    ties = comp(lm("best", GOOD), lm("nope", CLOSE))
+    verdict, causal, masked = rule_c18([close], [fails], FLOOR, MARGIN)
+    assert (verdict, causal.verdict, masked.verdict) == (SUPPORTED, SUPPORTED, SUPPORTED)
+    assert causal.rows[0].test.metric.key == "bpb"
+    # causal NoPE far behind: not supported
+    assert rule_c18([far], [fails], FLOOR, MARGIN)[0] == NOT_SUPPORTED
+    # masked NoPE as good as the best: not supported
+    assert rule_c18([close], [ties], FLOOR, MARGIN)[0] == NOT_SUPPORTED
+    # masked NoPE only slightly worse (beyond the interval, inside the margin): not "far" worse
+    slight = comp(lm("best", GOOD), lm("nope", [g * f for g, f in zip(GOOD, SLIGHT, strict=True)]))
+    assert rule_c18([close], [slight], FLOOR, MARGIN)[2].verdict == NOT_SUPPORTED
+    # ... but with three seeds, "inside the margin" is an equivalence-type conclusion: inconclusive
+    slight3 = comp(lm("best", GOOD[:3]), lm("nope", [g * f for g, f in zip(GOOD[:3], SLIGHT[:3], strict=True)]))
+    assert rule_c18([close], [slight3], FLOOR, MARGIN)[2].verdict == INCONCLUSIVE
+    # a noisy causal comparison: inconclusive
+    noisy = comp(lm("nope", NOISY), lm("best", GOOD))
+    assert rule_c18([noisy], [fails], FLOOR, MARGIN)[0] == INCONCLUSIVE
+    # the scheme with positions did not learn: both halves too small
+    bad = comp(lm("nope", UNLEARNED), lm("best", UNLEARNED))
+    assert rule_c18([bad], [comp(lm("best", UNLEARNED), lm("nope", UNLEARNED))], FLOOR, MARGIN)[0] == TOO_SMALL
+    # the causal equivalence needs five seeds
+    three = comp(lm("nope", CLOSE[:3]), lm("best", GOOD[:3]))
+    assert rule_c18([three], [fails], FLOOR, MARGIN)[1].verdict == INCONCLUSIVE
+
+
+def test_c18_halves_combine() -> None:
+    assert combine_halves(SUPPORTED, SUPPORTED) == SUPPORTED
+    assert combine_halves(SUPPORTED, NOT_SUPPORTED) == NOT_SUPPORTED
+    assert combine_halves(NOT_SUPPORTED, TOO_SMALL) == NOT_SUPPORTED
+    assert combine_halves(TOO_SMALL, TOO_SMALL) == TOO_SMALL
+    assert combine_halves(SUPPORTED, TOO_SMALL) == INCONCLUSIVE
+    assert combine_halves(SUPPORTED, INCONCLUSIVE) == INCONCLUSIVE
+
+
+def _frame(arms: dict[tuple[str, str], tuple[list[float], list[float]]]) -> pd.DataFrame:
+    rows = []
+    for (scheme, combine), (test, val) in arms.items():
+        for seed, (t, v) in enumerate(zip(test, val, strict=True)):
+            rows.append({"run_id": f"{scheme}-{seed}", "status": "done", "seed": seed, "task.name": "charlm",
+                         "model.position.scheme": scheme, "model.combine": combine, "m.bpb": t, "m.loss": t * LN2,
+                         "m.val_loss": v * LN2, "m.baseline_loss": BASELINE, "m.acc": 0.5, "params": 1,
+                         "flops_per_token": 1})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_best_scheme_is_chosen_on_validation_among_arms_that_learned() -> None:
+    frame = _frame(
+        {
+            ("none", "none"): (FAR, FAR),
+            # rotary is best on test but not on validation: it must not be the one chosen
+            ("rotary", "none"): ([2.0] * 5, [2.6] * 5),
+            ("learned", "add"): (GOOD, [2.4] * 5),
+            # sinusoidal has the best validation loss of all but did not learn on test
+            ("sinusoidal", "add"): (UNLEARNED, [1.0] * 5),
+        }
+    )
+    (c,) = best_against_nope(frame)
+    assert c.a.label == "none + none" and c.b.label == "learned + add"
+    (r,) = best_against_nope(frame, reverse=True)
+    assert r.a.label == "learned + add" and r.b.label == "none + none"
+
+
+def test_c19_every_branch() -> None:
+    def acc(label: str, values: list[float]) -> Side:
+        return Side(label, {"acc": dict(enumerate(values))}, params=1, flops=1, run_ids=(label,))
+
+    win = Comparison(
+        {"task.name": "cell2d"}, acc("concat", [0.99, 1.0, 0.98, 0.99, 1.0]), acc("add", [0.62] * 4 + [0.63])
+    )
+    tie = Comparison({"task.name": "digits"}, acc("concat", [0.900, 0.905, 0.902, 0.898, 0.903]),
+                     acc("add", [0.901, 0.903, 0.900, 0.900, 0.902]))  # fmt: skip
+    lose = Comparison({"task.name": "digits"}, acc("concat", [0.86, 0.88, 0.89, 0.86, 0.88]),
+                      acc("add", [0.93, 0.95, 0.97, 0.94, 0.96]))  # fmt: skip
+    assert rule_c19([tie, win], FLOOR, MARGIN).verdict == SUPPORTED
+    assert rule_c19([tie, lose], FLOOR, MARGIN).verdict == NOT_SUPPORTED
+    low = Comparison({"task.name": "cell2d"}, acc("concat", [0.5] * 5), acc("add", [0.5] * 5))
+    assert rule_c19([low], FLOOR, MARGIN).verdict == TOO_SMALL
+
+
+def test_kazemnejad_outcome_reads_kendalls_tau_on_every_task() -> None:
+    up = {"task": "dsort", "arms": [("none", 0.9), ("t5", 0.8)], "tau": 0.6, "size": "10"}
+    down = {"task": "addition", "arms": [("learned", 0.9), ("none", 0.1)], "tau": -0.4, "size": "10"}
+    few = {"task": "copy", "arms": [("none", 0.9)], "tau": math.nan, "size": "10"}
+    assert kazemnejad_outcome([up, few])[0] == AGREE
+    assert kazemnejad_outcome([down])[0] == DISAGREE
+    assert kazemnejad_outcome([up, down])[0] == UNTESTED
+    assert kazemnejad_outcome([few])[0] == UNTESTED
+    assert "τ = +0.60" in kazemnejad_outcome([up])[1]

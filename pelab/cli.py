@@ -377,29 +377,48 @@ def pretrained(
     out: Annotated[Path, typer.Option(help="folder for pretrained.json, pretrained.md and the figures")] = Path(
         "pelab-out/pretrained"
     ),
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            help="a local Hugging Face folder (config.json + *.safetensors, or a hub cache entry) or mini-lm "
+            "(the default); repeat it to compare several side by side",
+        ),
+    ] = None,
     corpus: Annotated[str | None, typer.Option(help="text file or folder for C9 (default: Python's stdlib)")] = None,
     seeds: Annotated[int, typer.Option(help="C9: seeds per arm (paired across arms)")] = 3,
     steps: Annotated[int, typer.Option(help="C9: optimiser steps per run")] = 300,
     skip_c9: Annotated[bool, typer.Option("--skip-c9", help="only analyse the tables; train nothing")] = False,
 ) -> None:
-    """MiniLM (pelab[pretrained]): what its learned positions encode (C16, C11, C1, geometry) beside
-    sinusoidal, and frozen word vectors + positions added or concatenated (C9: the quick preset's C9
-    grids, run by the study driver into OUT/c9)."""
-    from pelab.pretrained import model_dir
+    """What a pretrained model's positions encode (C16, C11, C1, geometry) beside a sinusoidal table of
+    its size: MiniLM (pelab[pretrained]) by default, or local folders of BERT, RoBERTa, DistilBERT,
+    ELECTRA, GPT-2, OPT, ViT and ViT-MAE models (--model, read with safetensors, never downloaded),
+    several side by side. With MiniLM, also frozen word vectors + positions added or concatenated (C9:
+    the quick preset's C9 grids, run by the study driver into OUT/c9)."""
+    from pelab.pretrained.hf import BUILTIN, load_all
 
-    model_dir()  # the one-line install hint, before any work
+    names = list(dict.fromkeys(model or [BUILTIN]))
+    models = load_all(names)  # every folder checked (one line, exit 2) before any work
     if seeds < 1 or steps < 1:
         raise PelabError(f"{'seeds' if seeds < 1 else 'steps'}: must be a positive integer")
+    from pelab.pretrained import sidebyside
     from pelab.pretrained.frozen import Budget, study_text
     from pelab.pretrained.report import run as run_pretrained
     from pelab.pretrained.report import summary_lines
     from pelab.study.grid import parse_study
 
-    budget = None if skip_c9 else Budget(seeds=seeds, steps=steps, corpus=corpus)
+    budget = None if skip_c9 or BUILTIN not in names else Budget(seeds=seeds, steps=steps, corpus=corpus)
     if budget is not None:  # a bad corpus is the user's mistake: say so before the analyses
         parse_study(study_text(budget))
-    numbers, files = run_pretrained(out, budget, console)
-    for line in summary_lines(numbers):
+    numbers, files, lines = None, [], []
+    if BUILTIN in names:
+        numbers, files = run_pretrained(out, budget, console)
+        lines = summary_lines(numbers)
+    if names != [BUILTIN]:
+        side, more = sidebyside.run(out, models, numbers, console)
+        files = [f for f in files if f not in more] + more
+        lines += sidebyside.summary_lines(side)
+    for line in lines:
         console.print(escape(line))
     console.print(f"wrote {', '.join(f.name for f in files)} in {out}")
 

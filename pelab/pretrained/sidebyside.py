@@ -1,0 +1,245 @@
+"""`pelab pretrained --model PATH ...`: several models measured, drawn and written down side by side.
+
+``run`` loads nothing itself (the command loads every model first, so a bad folder fails before any
+work), measures each model and a closed-form table of each size (``compare.side_by_side``), draws
+``compare_figures``, and writes ``pretrained.json`` (the numbers under ``side_by_side``, beside
+MiniLM's own when it was one of the models) and ``pretrained.md`` (MiniLM's sections, then "Side by
+side": one table for sequence models, one for patch grids, and what was read from each folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from pelab.analysis.inputs import jsonable
+from pelab.pretrained import compare
+from pelab.pretrained import positions as pa
+from pelab.pretrained.hf import BUILTIN, Model
+from pelab.pretrained.report import JSON_NAME, _f, markdown_sections, one_thread, write_atomic
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _first(rows: list[dict], field: str) -> float | None:
+    return rows[0][field] if rows else None
+
+
+def table_kind(n: dict) -> str:
+    c = n["closed_form"]
+    if c["matches"]:
+        return f"fixed: {c['name']} (max error {c['max_abs_error']:.0e})"
+    return "learned" + (
+        f" (config says {c['config']}, but it is {_f(c['max_abs_error'], 2)} off)" if c["config"] else ""
+    )
+
+
+def sequence_rows(numbers: dict) -> list[str]:
+    """The side-by-side table of sequence models, each followed by the sinusoid of its size (once per size)."""
+    r = pa.LINEARITY_RANK
+    out = [
+        "| model | positions x width (first row) | table | R² of position | MAE (chance) | R² shuffled | order "
+        f"accuracy (shuffled) | C11 k=1, full width (shuffled) | C11 k=1, top {r} directions (shuffled) "
+        "| mean norm word / position / token type | position variance in the word subspace, top r (random) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    done = set()
+    for name, n in numbers["models"].items():
+        if "positions" not in n:
+            continue
+        for label, t, src in ((name, n, n["source"]), (n["reference"], numbers["references"][n["reference"]], None)):
+            if src is None and label in done:
+                continue
+            done.add(label)
+            p, lin = t["positions"], t["linearity"]
+            reg, order = p["regression"]["all"], p["relative_order"]
+            full = (
+                f"{_f(_first(lin, 'residual'))} ({_f(_first(lin, 'shuffled_residual'))})"
+                if lin and lin[0]["residual"] is not None
+                else "undetermined (L - k <= D)"
+            )
+            top = f"{_f(_first(lin, 'rank_residual'))} ({_f(_first(lin, 'rank_shuffled_residual'))})"
+            L, D = p["shape"]
+            if src is None:
+                shape, kind, norms, sub = (
+                    f"{L} x {D}",
+                    "closed form",
+                    "– / " + _f(t["norms"]["position"]["mean"], 2) + " / –",
+                    "–",
+                )
+            else:
+                shape, kind = f"{L} x {D} (row {src['offset']})", table_kind(n)
+                nm = n["norms"]
+                norms = " / ".join(_f(nm[k]["mean"], 2) if k in nm else "–" for k in ("word", "position", "token_type"))
+                by = n["subspace"]["by_rank"]
+                top_r = max(by, key=int)
+                sub = f"r={top_r}: {_f(by[top_r]['position_variance_in_word'])} ({_f(by[top_r]['random_baseline'])})"
+            out.append(
+                f"| {label} | {shape} | {kind} | {_f(reg['r2'])} | {_f(reg['mae'], 1)} ({_f(reg['mae_chance'], 1)}) "
+                f"| {_f(p['regression_shuffled']['r2'])} | {_f(order['accuracy'])} "
+                f"({_f(p['relative_order_shuffled']['accuracy'])}) | {full} | {top} | {norms} | {sub} |"
+            )
+    return out if len(out) > 2 else []
+
+
+def grid_rows(numbers: dict) -> list[str]:
+    """The side-by-side table of patch grids, each followed by the 2-D sin-cos table of its grid."""
+    r = pa.LINEARITY_RANK
+    out = [
+        "| model | grid x width | table | R² of row / column (shuffled) | left-right / above-below order "
+        f"(shuffled) | C11, 1 patch right / down, top {r} directions (shuffled) | similarity of neighbours "
+        "right / down | mean norm position / [CLS] position / [CLS] token |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    done = set()
+    for name, n in numbers["models"].items():
+        if "probes" not in n:
+            continue
+        for label, t, is_model in ((name, n, True), (n["reference"], numbers["references"][n["reference"]], False)):
+            if t is None or (not is_model and label in done):
+                continue
+            done.add(label)
+            pr, lin, sim = t["probes"], t["linearity"], t["similarity_by_offset"]
+            H, W, D = t["shape"]
+            c11 = " / ".join(
+                f"{_f(_first(lin[a], 'rank_residual'))} ({_f(_first(lin[a], 'rank_shuffled_residual'))})"
+                for a in ("columns", "rows")
+            )
+            nm = t["norms"]
+            norms = " / ".join(
+                _f(nm[k]["mean"], 2) if k in nm else "–" for k in ("position", "cls_position", "cls_token")
+            )
+            out.append(
+                f"| {label} | {H} x {W} x {D} | {table_kind(n) if is_model else 'closed form'} "
+                f"| {_f(pr['row']['r2'])} / {_f(pr['column']['r2'])} ({_f(pr['row_shuffled']['r2'])} / "
+                f"{_f(pr['column_shuffled']['r2'])}) | {_f(pr['left_right']['accuracy'])} / "
+                f"{_f(pr['above_below']['accuracy'])} ({_f(pr['left_right_shuffled']['accuracy'])} / "
+                f"{_f(pr['above_below_shuffled']['accuracy'])}) | {c11} | {_f(sim.get('c+1'))} / {_f(sim.get('r+1'))} "
+                f"| {norms} |"
+            )
+    return out if len(out) > 2 else []
+
+
+def model_notes(numbers: dict) -> list[str]:
+    """What was read from each folder, and its C11 rows."""
+    out = []
+    for name, n in numbers["models"].items():
+        s = n["source"]
+        tensors = ", ".join(f"{role} `{key}`" for role, key in s["tensors"].items())
+        out.append(
+            f"- **{name}** ({s['model_type']}, `{s['path']}`): {tensors}; stored position table "
+            f"{' x '.join(map(str, s['table_shape']))}, position 0 at row {s['offset']}"
+            + (
+                f"; {s['word_rows_analysed']} word rows analysed"
+                + (" (special and unused tokens left out)" if s.get("word_rows_filtered") else " (no vocabulary: all)")
+                if s["word_rows_analysed"]
+                else ""
+            )
+            + "."
+        )
+        lins = {"": n["linearity"]} if isinstance(n["linearity"], list) else n["linearity"]
+        for axis, rows in lins.items():
+            cells = [
+                f"k={r['k']}: {_f(r['residual']) if r['residual'] is not None else '–'} / "
+                f"{_f(r['rank_residual'])} (shuffled {_f(r['rank_shuffled_residual'])})"
+                for r in rows
+            ]
+            if cells:
+                what = f" along {axis}" if axis else ""
+                out.append(
+                    f"  C11{what}, residual full width / top {pa.LINEARITY_RANK} directions: " + "; ".join(cells)
+                )
+        if "subspace" in n:
+            e = n["subspace"]["energy"]
+            other = "word" if "word" in n["norms"] else "patch projection"
+            out.append(
+                f"  Subspaces holding 90% of the variance ({e['dims'][0]} {other} and {e['dims'][1]} position "
+                f"directions): overlap {_f(e['overlap'], 4)} (random {_f(e['random_baseline'], 4)})."
+            )
+        if "token_type" in n:
+            t = n["token_type"]
+            out.append(
+                f"  Token-type vectors: {_pct(t['share_in_word'])} of their energy in the word table's top "
+                f"{t['rank']} directions, {_pct(t['share_in_position'])} in the position table's (random "
+                f"{_pct(t['random_baseline'])}); the two types differ by {_f(t['difference_norm'], 3)}."
+            )
+    return out
+
+
+def markdown(numbers: dict) -> str:
+    seq, grid = sequence_rows(numbers), grid_rows(numbers)
+    parts = [
+        "Each model's position table as the model reads it (position 0 first), beside a closed-form table of the "
+        "same size: the sinusoid (paper layout) for sequences, MAE's 2-D sin-cos for patch grids. C16: ridge "
+        "regression of the position (a patch's row and column) on held-out positions, logistic regression of the "
+        "order of two unseen positions; C11: the relative residual of the best linear map PE(pos) -> PE(pos+k), "
+        "over the whole width only when there are more pairs than width, and inside the top "
+        f"{pa.LINEARITY_RANK} directions; each beside the same table with its rows shuffled.",
+        "",
+    ]
+    if seq:
+        parts += [
+            "### Sequence models",
+            "",
+            *seq,
+            "",
+            "Figures: compare_pca.png, compare_similarity.png, compare_probes.png.",
+            "",
+        ]
+    if grid:
+        parts += ["### Patch grids", "", *grid, "", "Figure: compare_patches.png.", ""]
+    parts += ["### What was read", "", *model_notes(numbers)]
+    return "\n".join(parts)
+
+
+def summary_lines(numbers: dict) -> list[str]:
+    """One console line per model."""
+    out = []
+    for name, n in numbers["models"].items():
+        if "positions" in n:
+            p, lin = n["positions"], n["linearity"]
+            reg = p["regression"]["all"]
+            L, D = p["shape"]
+            out.append(
+                f"{name}: {L} x {D} {table_kind(n)}; position R² {_f(reg['r2'])} (MAE {_f(reg['mae'], 1)}, chance "
+                f"{_f(reg['mae_chance'], 1)}); order {_pct(p['relative_order']['accuracy'])}; C11 k=1 in the top "
+                f"{pa.LINEARITY_RANK} directions {_f(_first(lin, 'rank_residual'))} (shuffled "
+                f"{_f(_first(lin, 'rank_shuffled_residual'))})"
+            )
+        else:
+            pr, lin = n["probes"], n["linearity"]
+            H, W, D = n["shape"]
+            out.append(
+                f"{name}: {H} x {W} patches x {D} {table_kind(n)}; R² row {_f(pr['row']['r2'])}, column "
+                f"{_f(pr['column']['r2'])}; left-right order {_pct(pr['left_right']['accuracy'])}; C11 one patch "
+                f"right, top {pa.LINEARITY_RANK} directions {_f(_first(lin['columns'], 'rank_residual'))}"
+            )
+    return out
+
+
+def run(
+    out: Path, models: list[Model], minilm: dict | None = None, console: Console | None = None, seed: int = 0
+) -> tuple[dict, list[Path]]:
+    """Measure, draw and write ``models`` side by side into ``out``. ``minilm``: ``report.run``'s numbers when
+    MiniLM was analysed (its probes are reused, and its sections open pretrained.md)."""
+    from pelab.pretrained.compare_figures import draw
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = ", ".join(m.name for m in models)
+    status = console.status(f"measuring {names}") if console is not None else contextlib.nullcontext()
+    with status, one_thread(), np.errstate(invalid="ignore", divide="ignore"):  # a constant table gives NaN shares
+        numbers = compare.side_by_side(models, seed, minilm if any(m.name == BUILTIN for m in models) else None)
+        files = draw(out, models, numbers)
+    whole = {**minilm, "side_by_side": numbers} if minilm is not None else {"side_by_side": numbers}
+    files.append(write_atomic(out / JSON_NAME, json.dumps(jsonable(whole), indent=2, allow_nan=False) + "\n"))
+    sections = markdown_sections(minilm) if minilm is not None else {}
+    sections["Side by side"] = markdown(numbers)
+    md = "".join(f"## {k}\n\n{v}\n\n" for k, v in sections.items())
+    files.append(write_atomic(out / "pretrained.md", md))
+    return numbers, files

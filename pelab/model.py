@@ -78,6 +78,17 @@ class Block(nn.Module):
         return x, q, k
 
 
+def body_flops_per_token(cfg: ModelConfig, seq_len: int) -> int:
+    """Forward FLOPs per token of the blocks and the head, from the config alone (no model is built): the bulk
+    of ``Transformer.flops_per_token``, and what a study's time estimate needs for every run."""
+    C, Fw, T = cfg.widths().model, cfg.ff_width, seq_len
+    per_layer = 2 * C * 3 * C + 2 * C * C + 2 * 2 * C * Fw + 2 * 2 * T * C
+    head = 2 * C * cfg.n_outputs
+    if cfg.head == "pool":
+        head = head // T
+    return cfg.n_layers * per_layer + head
+
+
 class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -167,9 +178,8 @@ class Transformer(nn.Module):
         computes; elementwise work (norms, activations, rotations) is left out, as in
         Kaplan et al. (2020). A training step costs about three times this.
         """
-        C, Fw, T = self.embed.combiner.widths.model, self.cfg.ff_width, seq_len
-        per_layer = 2 * C * 3 * C + 2 * C * C + 2 * 2 * C * Fw + 2 * 2 * T * C
-        head = 2 * C * self.cfg.n_outputs
-        if self.cfg.head == "pool":
-            head = head // T
-        return self.embed.flops_per_token() + self.scheme.flops_per_token(T) + self.cfg.n_layers * per_layer + head
+        return (
+            self.embed.flops_per_token()
+            + self.scheme.flops_per_token(seq_len)
+            + body_flops_per_token(self.cfg, seq_len)
+        )

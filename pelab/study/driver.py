@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
+from pelab.preflight import check_fits, machine_bytes
 from pelab.study.backends import OnResult, default_threads, run_local
 from pelab.study.grid import Study
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
@@ -35,21 +38,29 @@ class StudyOutcome:
 BACKENDS = ("local", "ray")
 
 
-def run_study(
+def expected_line(pending: list[RunConfig], backend: str, workers: int | None, device: str) -> str:
+    """The time the runs should take, said before they start (``pelab.study.estimate``)."""
+    from pelab.study.estimate import describe, study_seconds
+
+    n = workers or os.cpu_count() or 1
+    cpu = describe(study_seconds(pending, n))
+    where = f"{n} CPU worker{'s' if n != 1 else ''}"
+    if backend == "ray" or device == "cuda":
+        return f"expected: about {cpu} on {where} (estimated for a CPU like pelab's 2-core reference; faster here)"
+    return f"expected: about {cpu} on {where} at the speed of pelab's 2-core reference CPU, then the report"
+
+
+def check_study(
     study: Study,
-    out: str | Path,
     workers: int | None = None,
     threads: int | None = None,
     device: str = "auto",
     backend: str = "local",
-    checkpoints: bool = False,
-    console: Console | None = None,
-    quiet: bool = False,
-    command: str | None = None,
     address: str | None = None,
     retries: int = DEFAULT_RETRIES,
-) -> StudyOutcome:
-    """Run a study's pending runs on a backend; ``workers`` defaults to one per core (local) or the cluster (Ray)."""
+) -> None:
+    """Everything that can be refused before the study folder is touched: the options, and whether the
+    largest run fits in memory (``pelab.preflight``)."""
     if backend not in BACKENDS:
         raise PelabError(f"backend: unknown value {backend!r}; allowed: {', '.join(BACKENDS)}")
     if workers is not None and workers < 1:
@@ -63,9 +74,59 @@ def run_study(
     if backend == "ray":
         require_ray()
         check_address(address)
+    if backend == "local":
+        budget = machine_bytes("cpu" if device == "auto" else device)
+        where = f"this machine ({'GPU' if device.startswith('cuda') else 'RAM'})"
+    else:
+        budget, where = RAY_NODE_BYTES, "a Ray node is assumed to have"
+    check_fits(study.runs, budget, where)
+
+
+#: Temporary files of writes that a kill interrupted: ``write_atomic``'s ``.NAME.XXXX.tmp``, a checkpoint's
+#: ``NAME.safetensors.tmp<pid>``, ``.tmp*`` and the Ray backend's ``.part``. The lock is held, so no writer
+#: of this folder is alive.
+LEFTOVER = re.compile(r"^\.tmp.*|.*\.tmp\d*|.*\.safetensors\.part")
+#: Memory assumed for one node of a Ray cluster (not this machine) when sizing runs before they are sent.
+RAY_NODE_BYTES = 2**40
+
+
+def remove_leftovers(out: Path) -> int:
+    """Delete temporary files left in the study folder by interrupted writes (links are never followed)."""
+    removed = 0
+    for folder, _, files in os.walk(out):
+        for name in files:
+            if LEFTOVER.fullmatch(name):
+                Path(folder, name).unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
+def run_study(
+    study: Study,
+    out: str | Path,
+    workers: int | None = None,
+    threads: int | None = None,
+    device: str = "auto",
+    backend: str = "local",
+    checkpoints: bool = False,
+    console: Console | None = None,
+    quiet: bool = False,
+    command: str | None = None,
+    address: str | None = None,
+    retries: int = DEFAULT_RETRIES,
+    locked: bool = False,
+) -> StudyOutcome:
+    """Run a study's pending runs on a backend; ``workers`` defaults to one per core (local) or the cluster (Ray).
+
+    ``locked``: the caller already holds ``StudyLock(out)`` (``pelab study`` holds it through the report too).
+    """
+    check_study(study, workers, threads, device, backend, address, retries)
     out = Path(out)
     console = console or Console()
-    with StudyLock(out), Store(out) as store:
+    with nullcontext() if locked else StudyLock(out), Store(out) as store:
+        removed = remove_leftovers(out)
+        if removed and not quiet:
+            console.print(f"removed {removed} temporary file(s) left by an interrupted write")
         store.set_meta(study=study.source, name=study.name, **({"command": command} if command else {}))
         finished = store.finished_ids()
         pending = [r for r in study.runs if r.run_id not in finished]
@@ -80,9 +141,11 @@ def run_study(
         with chosen as (where, execute):
             if not quiet:
                 console.print(
-                    f"study [bold]{study.name}[/]: {len(study.runs)} runs, {skipped} already stored, "
+                    f"study [bold]{escape(study.name)}[/]: {len(study.runs)} runs, {skipped} already stored, "
                     f"{len(pending)} to run on {where}"
                 )
+                if pending:
+                    console.print(expected_line(pending, backend, workers, device))
             with _progress(console, quiet) as progress:
                 task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="")
 
@@ -90,7 +153,8 @@ def run_study(
                     store.write(cfg, result)
                     if result.status != "done":
                         counts[result.status] += 1
-                        progress.console.print(f"[yellow]{result.status}[/] {cfg.run_id}: {result.reason}")
+                        reason = escape(result.reason or "")
+                        progress.console.print(f"[yellow]{result.status}[/] {cfg.run_id}: {reason}")
                     bad = counts["failed"] + counts["diverged"]
                     progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "")
 

@@ -1,0 +1,54 @@
+"""How long a study will take, said before it starts, from each run's size alone.
+
+A run's seconds on one CPU core are modelled as start-up + steps x (a fixed per-step cost + a cost per
+training token + a cost per training FLOP), with the four constants fitted by least squares to the 174
+runs of the quick preset on the 2-core machine pelab is developed on (AVX-512, PyTorch's CPU build): the
+fit is within 15% on every task of that study. Other machines differ; the estimate says so, and a GPU is
+much faster for the larger presets. Evaluation is folded into the per-run constant.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+from pelab.config import RunConfig
+from pelab.tasks import make_task
+
+#: start-up s, s per step, s per 1e5 training tokens, s per 1e11 training forward FLOPs (one core)
+CPU_FIT = (0.785, 7.41e-4, 2.448, 2.102)
+
+
+def run_seconds(cfg: RunConfig) -> float:
+    """Estimated seconds of one run on one CPU core."""
+    from pelab.model import body_flops_per_token
+
+    task = make_task(cfg.task)
+    seq = task.seq_len(task.n)
+    tokens = cfg.train.steps * cfg.train.batch_size * seq
+    flops = tokens * body_flops_per_token(cfg.model, seq)
+    c0, c_step, c_tok, c_flop = CPU_FIT
+    return c0 + c_step * cfg.train.steps + c_tok * tokens / 1e5 + c_flop * flops / 1e11
+
+
+def study_seconds(runs: Sequence[RunConfig], workers: int | None = None) -> float:
+    """Estimated wall seconds of ``runs`` on ``workers`` CPU workers (default: one per core): longest runs first
+    on the least-loaded worker, as a work queue would spread them."""
+    workers = max(1, workers or os.cpu_count() or 1)
+    load = [0.0] * workers
+    for s in sorted((run_seconds(r) for r in runs), reverse=True):
+        i = load.index(min(load))
+        load[i] += s
+    return max(load) if runs else 0.0
+
+
+def describe(seconds: float) -> str:
+    if seconds < 90:
+        return f"{math.ceil(seconds)} s"
+    if seconds < 5400:
+        return f"{math.ceil(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+__all__ = ["CPU_FIT", "describe", "run_seconds", "study_seconds"]

@@ -535,6 +535,16 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     if below:
         r.notes.append("Left out of the ranking, below the floor at the training size: " + "; ".join(below) + ".")
     r.key = "; ".join(tops) or "no arm learned at n"
+    if (
+        frame["model.combine"].astype(str).str.startswith("matrix").any()
+        or (frame["model.position.scheme"] == "learned").any()
+    ):
+        r.notes.append(
+            "Tables learned per position (the learned scheme's rows, matrix's maps I + U_pos V_posᵀ) are sized "
+            "for the longest length evaluated, but rows past the training length never receive a gradient: "
+            "they keep their random initial values (weight decay aside), so at 1.5n and 2n those arms see "
+            "positions they know nothing about (matrix there is the identity plus a small random map)."
+        )
     missing = [x for x in KAZEMNEJAD if x not in decoders]
     if missing:
         r.caveats.append(

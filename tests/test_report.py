@@ -156,3 +156,25 @@ def _assert_fits(browser: Any) -> None:
         return [document.documentElement.scrollWidth, w, wide];"""
     )
     assert page <= screen + 1, (page, screen, wide)
+
+
+def test_measures_on_worker_processes_match_one_process(
+    study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's per-seed measures run on worker processes; in this process alone they give the same
+    verdicts, key figures and comparison rows."""
+    import functools
+
+    from pelab.report import build
+    from pelab.report.claims import report_pool
+
+    copy = tmp_path / "one"
+    shutil.copytree(study_dir, copy)
+    monkeypatch.setattr(build, "report_pool", functools.partial(report_pool, 1))
+    build.build_report(copy)
+    pooled = json.loads((study_dir / "claims.json").read_text())
+    alone = json.loads((copy / "claims.json").read_text())
+    assert [(c["id"], c["verdict"], c["key"]) for c in alone] == [(c["id"], c["verdict"], c["key"]) for c in pooled]
+    assert json.dumps([c["rows"] for c in alone], sort_keys=True) == json.dumps(
+        [c["rows"] for c in pooled], sort_keys=True
+    )

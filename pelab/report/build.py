@@ -25,7 +25,7 @@ import pelab
 from pelab.errors import PelabError
 from pelab.files import write_atomic
 from pelab.report import rates
-from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, all_claims
+from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, all_claims, report_pool
 from pelab.report.claims_published import published_section
 from pelab.report.figures import curves_plot
 from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale
@@ -264,9 +264,12 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
     ctx = load_context(folder)
     from pelab.report.claims_pretrained import run_pretrained
 
-    ctx.analyses["pretrained"] = run_pretrained(folder, None)  # measures MiniLM; trains nothing
-    claims = _run_claims(ctx)
-    sections = [s for s in (published_section(ctx, claims), rates_section(ctx, claims)) if s is not None]
+    with report_pool() as pool:
+        ctx.pool = pool
+        ctx.analyses["pretrained"] = run_pretrained(folder, None)  # measures MiniLM; trains nothing
+        claims = _run_claims(ctx)
+        sections = [s for s in (published_section(ctx, claims), rates_section(ctx, claims)) if s is not None]
+        ctx.pool = None
     curves = _curves(ctx)
     with Store(folder, create=False) as store:
         seconds = store.meta("study_seconds")

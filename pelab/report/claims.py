@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -136,6 +140,39 @@ def all_claims() -> list[Claim]:
     return sorted(REGISTRY.values(), key=lambda c: c.number)
 
 
+def measure_job(folder: str, name: str, run_id: str, at_init: bool) -> dict[str, Any]:
+    """One measure on one stored model; a top-level function, so worker processes can run it."""
+    from pelab.analysis import AnalysisInput, load_trained
+    from pelab.analysis.measures import MEASURES
+
+    model, run = load_trained(Path(folder), run_id)
+    inputs = AnalysisInput.for_model(model, run)
+    if at_init:
+        inputs = replace(inputs, model=inputs.initial_model())
+    return MEASURES[name](inputs)
+
+
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+@contextmanager
+def report_pool(workers: int | None = None) -> Iterator[Executor | None]:
+    """Worker processes for the report's per-seed measures (one per core; none on one core). Started from a
+    fork server, so they do not inherit this process's threads; each runs torch on one thread."""
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if n < 2:
+        yield None
+        return
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("forkserver"), initializer=_one_thread)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 @dataclass
 class ReportContext:
     folder: Path
@@ -148,6 +185,8 @@ class ReportContext:
     #: every run's row before each tuned arm was reduced to its best rate (``pelab.report.rates``)
     frame_all: pd.DataFrame | None = None
     rate_choices: list[Any] = field(default_factory=list)
+    #: worker processes for ``measure_many`` (``report_pool``); None measures in this process
+    pool: Executor | None = None
 
     @property
     def figures(self) -> Path:
@@ -182,17 +221,20 @@ class ReportContext:
 
     def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
         """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached."""
-        from pelab.analysis import AnalysisInput, load_trained
-        from pelab.analysis.measures import MEASURES
-
         key = json.dumps(["measure", name, run_id, at_init])
         if key not in self.analyses:
-            model, run = load_trained(self.folder, run_id)
-            inputs = AnalysisInput.for_model(model, run)
-            if at_init:
-                inputs = replace(inputs, model=inputs.initial_model())
-            self.analyses[key] = MEASURES[name](inputs)
+            self.analyses[key] = measure_job(str(self.folder), name, run_id, at_init)
         return self.analyses[key]
+
+    def measure_many(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> dict[str, dict[str, Any]]:
+        """``measure`` for every seed of an arm at once: the missing ones run side by side on the report's
+        worker processes (one per core), so no core idles while the report reads stored models."""
+        missing = [r for r in dict.fromkeys(run_ids) if json.dumps(["measure", name, r, at_init]) not in self.analyses]
+        if len(missing) > 1 and self.pool is not None:
+            jobs = [self.pool.submit(measure_job, str(self.folder), name, r, at_init) for r in missing]
+            for r, job in zip(missing, jobs, strict=True):
+                self.analyses[json.dumps(["measure", name, r, at_init])] = job.result()
+        return {r: self.measure(name, r, at_init) for r in run_ids}
 
     def analyse(
         self, name: str, run_id: str | None = None, at_init: bool = False, **scheme: Any

@@ -261,7 +261,7 @@ def c2(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 side = Side("trained", {"acc": acc}, run_ids=ids)
                 geo_rows.append(Evidence(Comparison({"task.name": task, "model.d": d}, side, side), False, ()))
                 continue
-            got = {run: ctx.measure("overlap", run) for run in runs}
+            got = ctx.measure_many("overlap", runs)
             got = {run: g for run, g in got.items() if g}
             trained = {_seed(ctx, run): g["trained"] for run, g in got.items()}
             init = {_seed(ctx, run): g["init"] for run, g in got.items()}
@@ -537,7 +537,7 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 runs = ctx.learned_runs(arm[arm["model.d"] == d])
                 if not runs:
                     continue
-                got = {run: ctx.measure("cross_share", run) for run in runs}
+                got = ctx.measure_many("cross_share", runs)
                 shares = {_seed(ctx, run): x["cross"] for run, x in got.items()}
                 ids += runs
                 c = Comparison(
@@ -647,7 +647,7 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                     side = Side("NoPE decoder", {"acc": _accs(ctx, list(arm.run_id))}, run_ids=tuple(arm.run_id))
                     items.append(Evidence(Comparison({"task.name": task}, side, side), False, ()))
                 continue
-            trained = {run: ctx.measure("layer_probes", run) for run in runs}
+            trained = ctx.measure_many("layer_probes", runs)
             best = {_seed(ctx, run): max(p["accuracy"][1:]) for run, p in trained.items()}
             first = {_seed(ctx, run): p["accuracy"][0] for run, p in trained.items()}
             chance = float(np.mean([p["chance"] for p in trained.values()]))
@@ -660,9 +660,8 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 pct(float(np.mean(list(first.values())))),
             ]
             if scheme == "none":
-                init = {
-                    _seed(ctx, run): max(ctx.measure("layer_probes", run, at_init=True)["accuracy"][1:]) for run in runs
-                }
+                at_init = ctx.measure_many("layer_probes", runs, at_init=True)
+                init = {_seed(ctx, run): max(p["accuracy"][1:]) for run, p in at_init.items()}
                 row.append(pct(float(np.mean(list(init.values())))))
                 a = measured_side(ctx, "trained NoPE, best layer", runs, "probe", best)
                 for label, control in (("layer-1 input", first), ("at initialisation, best layer", init)):
@@ -737,7 +736,7 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 learned = False
                 sides[comb] = Side(comb, {"acc": _accs(ctx, list(arm.run_id))}, run_ids=tuple(arm.run_id))
                 continue
-            got = {run: ctx.measure("input_probes", run) for run in runs}
+            got = ctx.measure_many("input_probes", runs)
             sides[comb] = {
                 what: measured_side(ctx, comb, runs, "probe", {_seed(ctx, run): g[what] for run, g in got.items()})
                 for what in ("token", "position")

@@ -183,13 +183,16 @@ def run(
     batch: Annotated[int, typer.Option(help="sequences per step")] = 32,
     lr: Annotated[float, typer.Option(help="peak learning rate")] = 1e-3,
     seed: Annotated[int, typer.Option(help="seed for initialisation and data")] = 0,
+    precision: Annotated[
+        str, typer.Option(help="fp32 | bf16 (autocast; weights, optimiser and loss stay fp32)")
+    ] = "fp32",
     device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
     threads: Annotated[int | None, typer.Option(help="torch threads (default: all cores)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Train and evaluate one model; print its result."""
     from pelab.config import RunConfig, build
-    from pelab.train import train_run
+    from pelab.train import autocast, train_run
 
     cfg = build(
         RunConfig,
@@ -203,12 +206,12 @@ def run(
             matrix_rank=matrix_rank,
             position=dict(scheme=position, layout=layout),
         ),
-        train=dict(steps=steps, batch_size=batch, lr=lr),
+        train=dict(steps=steps, batch_size=batch, lr=lr, precision=precision),
         seed=seed,
     )
     from pelab.device import resolve_device
 
-    resolve_device(device)  # a bad device name is the user's mistake, not the run's
+    autocast(precision, resolve_device(device))  # a bad device, or bf16 where it is missing: the user's mistake
     with console.status(f"training {cfg.run_id} ({steps} steps)") as status:
         result = train_run(
             cfg,

@@ -273,6 +273,17 @@ class TrainConfig(Frozen):
     eval_batches: int = Field(8, ge=1, description="evaluation batches per evaluated size")
     eval_batch_size: int = Field(64, ge=1, description="sequences per evaluation batch")
     curve_points: int = Field(20, ge=1, description="points on the learning curve")
+    precision: Literal["fp32", "bf16"] = Field(
+        "fp32", description="forward pass in fp32, or under bf16 autocast (weights, optimiser and loss stay fp32)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_precision(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Left out while fp32, so configs (and run ids) from before the field existed hash as they did.
+        data = handler(self)
+        if data.get("precision") == "fp32":
+            data.pop("precision", None)
+        return data
 
 
 TASK_DECIDES = (

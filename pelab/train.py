@@ -7,6 +7,7 @@ count give the same numbers bit for bit on CPU.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
@@ -25,6 +26,7 @@ from pydantic import BaseModel, Field
 import pelab
 from pelab.config import RunConfig
 from pelab.device import resolve_device
+from pelab.errors import PelabError
 from pelab.model import Transformer
 from pelab.tasks import Batch, Task, make_task
 
@@ -69,10 +71,36 @@ def versions() -> dict[str, str]:
     }
 
 
-def batch_loss(model: Transformer, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Mean cross-entropy over scored targets; also per-target correctness and the mask, flat."""
-    logits = model(batch.inputs, batch.segments).logits  # (B, T, V) or (B, V)
-    logits = logits.reshape(-1, logits.shape[-1])
+@functools.cache
+def bf16_supported(device: torch.device) -> bool:
+    """Whether this device computes bf16 natively or through oneDNN's bf16 kernels (CPU: AVX512-BW or
+    newer; native, and so faster than fp32, only with AVX512-BF16 or AMX: see bench/precision.py)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
+    """Where the forward pass runs: fp32 as it always did (nothing wraps it), or under bf16 autocast
+    (matmuls and attention in bf16; weights, gradients and optimiser state stay fp32)."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    if not bf16_supported(device):
+        raise PelabError(f"train.precision: bf16 is not supported on {device} here; use fp32")
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def batch_loss(
+    model: Transformer, batch: Batch, precision: str = "fp32"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy over scored targets; also per-target correctness and the mask, flat.
+    The forward pass runs in ``precision``; the loss is always computed in fp32."""
+    with autocast(precision, batch.inputs.device):
+        logits = model(batch.inputs, batch.segments).logits  # (B, T, V) or (B, V)
+    logits = logits.float().reshape(-1, logits.shape[-1])  # .float() is a no-op in fp32
     targets, mask = batch.targets.reshape(-1), batch.mask.reshape(-1)
     loss = F.cross_entropy(logits[mask], targets[mask])
     correct = logits.argmax(-1) == targets
@@ -89,6 +117,7 @@ def evaluate(
     generator: torch.Generator,
     device: torch.device,
     split: str = "test",
+    precision: str = "fp32",
 ) -> dict[str, float]:
     """Loss, token accuracy, whole-sequence exact match at size n; for language models also perplexity and
     bits per byte (the inputs are bytes, so the mean loss in nats per target byte over ln 2)."""
@@ -96,7 +125,7 @@ def evaluate(
     total_loss, scored, right, seqs, exact = 0.0, 0, 0, 0, 0
     for batch in task.eval_batches(n, batch_size, count, generator, split=split):
         batch = batch.to(device)
-        loss, correct, mask = batch_loss(model, batch)
+        loss, correct, mask = batch_loss(model, batch, precision)
         k = int(mask.sum())
         total_loss += float(loss) * k
         scored += k
@@ -160,6 +189,7 @@ def _train(
     model = Transformer(cfg.model).to(device)
     data_gen = torch.Generator().manual_seed(cfg.seed)
     t = cfg.train
+    autocast(t.precision, device)  # an unsupported precision fails here, before any training
     opt = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(t.steps, t.warmup))
     every = max(1, t.steps // t.curve_points)
@@ -178,7 +208,7 @@ def _train(
 
     for step in range(t.steps):
         batch = task.batch("train", t.batch_size, data_gen).to(device)
-        loss, correct, mask = batch_loss(model, batch)
+        loss, correct, mask = batch_loss(model, batch, t.precision)
         if step % 10 == 0 and not torch.isfinite(loss):  # checked every few steps: each check syncs
             return diverged(f"non-finite loss at step {step}")
         opt.zero_grad(set_to_none=True)
@@ -206,11 +236,13 @@ def _train(
     evals: dict[str, dict[str, float]] = {}
     for n in task.eval_sizes():
         gen = torch.Generator().manual_seed(1_000_003 * (cfg.seed + 1) + n)
-        evals[str(n)] = evaluate(model, task, n, t.eval_batch_size, t.eval_batches, gen, device)
+        evals[str(n)] = evaluate(model, task, n, t.eval_batch_size, t.eval_batches, gen, device, precision=t.precision)
     # Validation: drawn apart from test (another generator; a dataset's own split), read only to choose
     # among learning rates. Test, at every size, is what the report scores.
     val_gen = torch.Generator().manual_seed(2_000_029 * (cfg.seed + 1) + task.n)
-    val = evaluate(model, task, task.n, t.eval_batch_size, t.eval_batches, val_gen, device, split="val")
+    val = evaluate(
+        model, task, task.n, t.eval_batch_size, t.eval_batches, val_gen, device, split="val", precision=t.precision
+    )
     metrics = dict(evals[str(task.n)])
     metrics.update({f"val_{k}": v for k, v in val.items()})
     metrics["train_loss"] = curve[-1]["loss"]
@@ -240,4 +272,4 @@ def _train(
     )
 
 
-__all__ = ["RunResult", "evaluate", "train_run", "versions"]
+__all__ = ["RunResult", "autocast", "bf16_supported", "evaluate", "train_run", "versions"]

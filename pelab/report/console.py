@@ -77,7 +77,8 @@ def results_table(
     if csv is not None:
         csv.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(csv, index=False)
-    t = Table(title=f"{escape(study.name) if study else out}: mean [95% interval] over seeds", title_justify="left")
+    name = escape(study.name if study else str(out))
+    t = Table(title=f"{name}: mean [95% interval] over seeds", title_justify="left")
     for k in keys:
         t.add_column(k.split(".")[-1] if k.count(".") else k)
     t.add_column("seeds", justify="right")
@@ -92,7 +93,7 @@ def results_table(
         t.add_row(*cells, seeds, *vals, f"{row['params']:,}", f"{row['flops_per_token']:,}")
     console.print(t)
     if csv is not None:
-        console.print(f"wrote {csv}")
+        console.print(f"wrote {escape(str(csv))}")
 
 
 #: Rich style of each verdict: as in the HTML report, no two alike, and each led by its glyph.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -75,7 +76,10 @@ def rule_c18(causal: Sequence[Comparison], masked: Sequence[Comparison], floor: 
     is stated either way); too small when neither could be tested; inconclusive otherwise."""
     causal_fam = family(causal, ("bpb",), floor, margin, kind="not_worse", combine="all")
     items = [Evidence(c, c.a.learned(floor), (paired_test(c, metric("bpb")),)) for c in masked]
-    masked_fam = decide(items, margin, kind="beyond_margin", combine="all")
+    masked_fam = replace(
+        decide(items, margin, kind="beyond_margin", combine="all"),
+        learned_words="with the scheme with positions above the floor (NoPE's failure is the claim)",
+    )
     return combine_halves(causal_fam.verdict, masked_fam.verdict), causal_fam, masked_fam
 
 
@@ -212,7 +216,10 @@ def rule_c19(comps: list[Comparison], floor: float, margin: float) -> Family:
     is capped below the floor on a task that asks which cell (5/8 on a 4×4 grid), and that failure is the
     claim's point, not a budget too small."""
     items = [Evidence(c, c.a.learned(floor), tuple(paired_test(c, metric(k)) for k in CHAIN)) for c in comps]
-    return decide(items, margin, kind="better", combine="any")
+    return replace(
+        decide(items, margin, kind="better", combine="any"),
+        learned_words="with the concatenated arm above the floor (the added one's failure is the claim)",
+    )
 
 
 def collision_rows(ctx: ReportContext) -> list[list[str]]:

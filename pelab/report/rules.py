@@ -319,6 +319,8 @@ class Family:
     kind: Kind
     combine: Literal["any", "all"]
     correction: str
+    #: which arms must have learned for a row to count (one-sided claims need only the arm they say succeeds)
+    learned_words: str = "with both arms above the floor"
 
     @property
     def tested(self) -> list[Row]:
@@ -327,7 +329,7 @@ class Family:
     def explain(self) -> str:
         learned = [r for r in self.rows if r.verdict != TOO_SMALL]
         return (
-            f"{len(self.rows)} comparison(s); {len(learned)} with both arms above the floor; "
+            f"{len(self.rows)} comparison(s); {len(learned)} {self.learned_words}; "
             f"{len(self.tested)} informative; {self.correction}"
         )
 

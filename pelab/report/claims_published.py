@@ -157,7 +157,9 @@ def c18(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     r.tables.append(text_arms_table(ctx))
     halves = []
     if causal:
-        halves.append(f"causal {causal_fam.verdict}: {gap_text(causal_fam, True) or key_of(causal_fam, WHERE_TEXT)}")
+        how = {SUPPORTED: "within the margin of the best", NOT_SUPPORTED: "trails the best by a stated amount",
+               INCONCLUSIVE: "gap to the best not settled"}.get(causal_fam.verdict, causal_fam.verdict)  # fmt: skip
+        halves.append(f"causal, {how}: {gap_text(causal_fam, True) or key_of(causal_fam, WHERE_TEXT)}")
     else:
         halves.append("causal not run")
     if masked:

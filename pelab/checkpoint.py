@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from pelab.config import ModelConfig
+from pelab.errors import PelabError
 from pelab.model import Transformer
 
 
@@ -18,10 +19,21 @@ def save(model: Transformer, path: str | Path) -> None:
 
 
 def load(path: str | Path, device: str = "cpu") -> Transformer:
-    with safe_open(str(path), framework="pt") as f:
-        meta = f.metadata() or {}
+    """The model saved at ``path``; a link, a file that is not safetensors, or weights that do not fit the
+    config in its header end as one PelabError naming the file."""
+    if Path(path).is_symlink():
+        raise PelabError(f"checkpoint: {path} is a symbolic link; pelab reads only the files it wrote")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+    except SafetensorError as e:
+        raise PelabError(f"checkpoint: {path} is not a safetensors file ({e}); rerun its study to remake it") from None
     if "pelab_model_config" not in meta:
-        raise ValueError(f"checkpoint: {path} has no pelab model config in its header")
-    model = Transformer(ModelConfig(**json.loads(meta["pelab_model_config"])))
-    model.load_state_dict(load_file(str(path), device=device))
+        raise PelabError(f"checkpoint: {path} has no pelab model config in its header")
+    try:
+        model = Transformer(ModelConfig(**json.loads(meta["pelab_model_config"])))
+        model.load_state_dict(load_file(str(path), device=device))
+    except (ValueError, TypeError, RuntimeError, SafetensorError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PelabError(f"checkpoint: {path} does not hold a pelab model ({first})") from None
     return model.to(device)

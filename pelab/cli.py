@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -22,6 +23,32 @@ app = typer.Typer(
 )
 # Wide when piped, so tables stay readable in logs and CI output.
 console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+#: Largest width and length of a table shown or analysed alone: past it, a heatmap has more cells than pixels
+#: and the analyses' position-by-position matrices take gigabytes.
+MAX_TABLE_SIDE = 4096
+
+
+def check_sizes(**sizes: int | None) -> None:
+    """Widths and lengths given on the command line: positive, and at most MAX_TABLE_SIDE."""
+    for name, v in sizes.items():
+        if v is not None and not 1 <= v <= MAX_TABLE_SIDE:
+            raise PelabError(f"{name.replace('_', '-')}: must be in 1..{MAX_TABLE_SIDE} (got {v})")
+
+
+def check_image(option: str, path: Path | None) -> None:
+    """An image path whose format matplotlib can write, and that is not a folder."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if path is None:
+        return
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = path.suffix.lstrip(".").lower()
+    if suffix and suffix not in formats:
+        raise PelabError(f"{option}: unknown image format {suffix!r}; allowed: {', '.join(sorted(formats))}")
+    if path.is_dir():
+        raise PelabError(f"{option}: {path} is a folder; give a file name such as {path / 'table.png'}")
 
 
 def parse_grid(grid: str | None) -> tuple[int, int] | None:
@@ -74,8 +101,10 @@ def show(
     from pelab.config import PositionConfig, build
     from pelab.tables import scheme_table
 
-    if d < 1 or length < 1:
-        raise PelabError(f"{'d' if d < 1 else 'length'}: must be a positive integer")
+    check_sizes(d=d, length=length, max_len=max_len)
+    check_image("png", png)
+    if csv is not None and csv.is_dir():
+        raise PelabError(f"csv: {csv} is a folder; give a file name such as {csv / 'table.csv'}")
     position = build(PositionConfig, scheme=scheme, layout=layout)
     table = scheme_table(position, d, length, parse_grid(grid), max_len=max_len)
     if table is None:
@@ -87,7 +116,7 @@ def show(
     if csv is not None:
         csv.parent.mkdir(parents=True, exist_ok=True)
         np.savetxt(csv, values, delimiter=",", fmt="%.17g")
-        console.print(f"wrote {csv} ({length} positions x {d} dimensions)")
+        console.print(f"wrote {escape(str(csv))} ({length} positions x {d} dimensions)")
     if png is None and csv is None:
         png = Path(f"{scheme}.png")
     if png is not None:
@@ -97,7 +126,7 @@ def show(
             f", {layout} layout" if scheme == "sinusoidal" else (", at initialisation" if scheme == "learned" else "")
         )
         heatmap(values, png, f"{scheme} (d={d}, {length} positions{extra})")
-        console.print(f"wrote {png}")
+        console.print(f"wrote {escape(str(png))}")
 
 
 @app.command()
@@ -138,6 +167,15 @@ def params(
         # Carried for the matrix row alone (combiner_sizes drops it from the others), so not validated here.
         cfg = cfg.model_copy(update={"matrix_rank": matrix_rank})
     rank = d if matrix_rank is None else matrix_rank
+    from pelab.preflight import gib, machine_bytes, model_params
+
+    # Each combiner's model is built to be counted; concat_wide's, the widest, has under twice add's parameters.
+    need = 2 * 4 * model_params(cfg)
+    if need > machine_bytes():
+        raise PelabError(
+            f"d: counting builds every combiner's model, up to about {gib(need)} of weights, more than this "
+            f"machine's {gib(machine_bytes())}; lower d, layers or vocab"
+        )
     t = Table(
         title=f"d={d}, {layers} layers, {heads} heads, position={position}, T={length}, vocab={vocab}, "
         f"matrix: rank {rank}, one map per position up to max_len={cfg.max_len}"
@@ -211,7 +249,13 @@ def run(
     )
     from pelab.device import resolve_device
 
-    autocast(precision, resolve_device(device))  # a bad device, or bf16 where it is missing: the user's mistake
+    where = resolve_device(device)
+    autocast(precision, where)  # a bad device, or bf16 where it is missing: the user's mistake
+    if threads is not None and threads < 1:
+        raise PelabError(f"threads: must be at least 1 (got {threads})")
+    from pelab.preflight import check_fits, machine_bytes
+
+    check_fits([cfg], machine_bytes(str(where)), f"this machine ({'GPU' if where.type == 'cuda' else 'RAM'})")
     with console.status(f"training {cfg.run_id} ({steps} steps)") as status:
         result = train_run(
             cfg,
@@ -264,8 +308,9 @@ def study(
 ) -> None:
     """Run a study (default: the quick preset) and write its report. Resumable: rerun to finish."""
     from pelab.device import check_device_name, resolve_device
-    from pelab.study.driver import run_study
+    from pelab.study.driver import check_study, run_study
     from pelab.study.grid import load_study
+    from pelab.study.store import DB_NAME, Store, StudyLock
 
     path = file if file is not None else preset_path(preset)
     spec = load_study(path)
@@ -275,27 +320,48 @@ def study(
         resolve_device(device)
     out = out or Path("pelab-out") / (path.stem if file is not None else preset)
     command = "pelab " + " ".join(sys.argv[1:]) if sys.argv[1:] else "pelab study"
-    outcome = run_study(
-        spec,
-        out,
-        workers=workers,
-        threads=threads,
-        device=device,
-        backend=backend,
-        address=address,
-        retries=retries,
-        checkpoints=checkpoints,
-        console=console,
-        command=command,
-    )
-    console.print(
-        f"{outcome.ran} run(s) in {outcome.seconds:.1f}s ({outcome.skipped} already stored, "
-        f"{outcome.failed} failed, {outcome.diverged} diverged); results: {out}"
-    )
-    if report:
-        _report(out)
-    else:
-        _results_table(out)
+    # Every check before the folder is touched; then one lock over the runs and the report, so a second
+    # driver cannot write this folder's report while this one does.
+    check_study(spec, workers, threads, device, backend, address, retries)
+    if (out / DB_NAME).exists():  # a damaged or foreign database is refused before the lock file is made
+        Store(out, create=False).close()
+    with StudyLock(out):
+        outcome = run_study(
+            spec,
+            out,
+            workers=workers,
+            threads=threads,
+            device=device,
+            backend=backend,
+            address=address,
+            retries=retries,
+            checkpoints=checkpoints,
+            console=console,
+            command=command,
+            locked=True,
+        )
+        console.print(
+            f"{outcome.ran} run(s) in {outcome.seconds:.1f}s ({outcome.skipped} already stored, "
+            f"{outcome.failed} failed, {outcome.diverged} diverged); results: {escape(str(out))}"
+        )
+        _none_learned(out, {r.run_id for r in spec.runs})
+        if report:
+            _report(out)
+        else:
+            _results_table(out)
+
+
+def _none_learned(out: Path, run_ids: set[str]) -> None:
+    """A study whose every run failed has nothing to report: say why in one line and exit 1."""
+    from pelab.study.store import Store
+
+    with Store(out, create=False) as store:
+        rows = [r for r in store.rows() if r["run_id"] in run_ids]
+    if not rows or any(r["status"] != "failed" for r in rows):
+        return
+    first = (str(rows[0]["reason"] or "").strip().splitlines() or ["no reason stored"])[0]
+    print(f"pelab: error: study: all {len(rows)} runs failed; the first: {first}", file=sys.stderr)
+    raise typer.Exit(1)
 
 
 def _report(out: Path) -> None:
@@ -305,13 +371,19 @@ def _report(out: Path) -> None:
     with console.status("analysing stored models and writing the report"):
         html_path, md_path, claims = build_report(out)
     summary_table(console, claims)
-    console.print(f"report: [bold]{html_path}[/] (and {md_path.name}); open it in a browser")
+    console.print(f"report: [bold]{escape(str(html_path))}[/] (and {escape(md_path.name)}); open it in a browser")
 
 
 @app.command("report")
 def report_cmd(out: Annotated[Path, typer.Argument(help="study folder")]) -> None:
     """Rebuild a study's report from its database and checkpoints, without training."""
-    _report(out)
+    from pelab.study.store import DB_NAME, Store, StudyLock
+
+    if not (out / DB_NAME).is_file():
+        raise PelabError(f"out: {out} holds no pelab study (no {DB_NAME})")
+    Store(out, create=False).close()  # a damaged or foreign database is refused before the lock file is made
+    with StudyLock(out):  # not while a study (or another report) writes this folder
+        _report(out)
 
 
 def _results_table(out: Path, by: list[str] | None = None, csv: Path | None = None, metric: str | None = None) -> None:
@@ -351,7 +423,10 @@ def analyze(
 
     if what != "all":
         analysis(what)  # an unknown name fails before any work
-    alone = [f"--{k}" for k, v in (("position", position), ("d", d), ("length", length), ("table", table)) if v]
+    alone = [
+        f"--{k}" for k, v in (("position", position), ("d", d), ("length", length), ("table", table)) if v is not None
+    ]
+    check_sizes(d=d, length=length)
     if run_id is not None or db is not None:
         if run_id is None or db is None:
             raise PelabError("run: give both --run RUN_ID and --db STUDY_DIR to analyse a trained model")
@@ -364,15 +439,16 @@ def analyze(
         inputs = AnalysisInput.for_table(read_table(table), table.name)
     else:
         pos = build(PositionConfig, scheme=position or "sinusoidal", layout=layout)
-        inputs = AnalysisInput.for_scheme(pos, d or 512, length or 128, parse_grid(grid), seed=seed)
-    with console.status(f"analysing {inputs.label}"):
+        width, positions = 512 if d is None else d, 128 if length is None else length
+        inputs = AnalysisInput.for_scheme(pos, width, positions, parse_grid(grid), seed=seed)
+    with console.status(f"analysing {escape(inputs.label)}"):
         results = run_analyses(what, inputs, out)
     for name, res in results.items():
         if isinstance(res, str):
             console.print(f"[yellow]{name}[/]: skipped: {escape(res)}")
         else:
             console.print(f"[bold]{name}[/]: {escape(res['summary'])}")
-            console.print(f"  wrote {', '.join(res['files'])} in {out}")
+            console.print(f"  wrote {escape(', '.join(res['files']))} in {escape(str(out))}")
 
 
 @app.command()
@@ -423,7 +499,7 @@ def pretrained(
         lines += sidebyside.summary_lines(side)
     for line in lines:
         console.print(escape(line))
-    console.print(f"wrote {', '.join(f.name for f in files)} in {out}")
+    console.print(f"wrote {escape(', '.join(f.name for f in files))} in {escape(str(out))}")
 
 
 @app.command("claims")
@@ -447,15 +523,49 @@ def claims_cmd(
     console.print(t)
 
 
+def environment_message(e: OSError) -> str:
+    """One line for an error of the machine rather than of the input: the path, what is wrong, what to do."""
+    path = e.filename if e.filename is not None else "?"
+    what = e.strerror or str(e)
+    if e.errno == errno.ENOSPC:
+        return f"{path}: the disk is full; free some space and run the same command again (a study resumes)"
+    if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"{path}: {what}; make it writable or choose another path"
+    if e.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
+        return f"{path}: {what}: a file stands where a folder is needed, or the other way round; choose another path"
+    return f"{path}: {what}"
+
+
+def usage_message(e: TyperException) -> str:
+    """Click's usage error on one line, led by the option or argument it is about when there is one."""
+    msg = " ".join(e.format_message().split())
+    param = getattr(e, "param", None)
+    name = getattr(e, "option_name", None) or (param.opts[0] if param is not None and param.opts else None)
+    return f"{name.lstrip('-')}: {msg}" if name else msg
+
+
 def main() -> None:
     """Entry point: one-line errors, exit 2, no traceback."""
+    import sqlite3
+
     try:
         rc = app(standalone_mode=False)
     except PelabError as e:
         print(f"pelab: error: {e}", file=sys.stderr)
         sys.exit(2)
     except TyperException as e:  # click's usage errors: bad option, missing argument
-        print(f"pelab: error: {e.format_message()}", file=sys.stderr)
+        if type(e).__name__ == "NoArgsIsHelpError":  # `pelab` alone: the help is already printed (cf. typer #1278)
+            sys.exit(2)
+        print(f"pelab: error: {usage_message(e)}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as e:  # the machine's errors: disk full, read-only, a file where a folder goes
+        print(f"pelab: error: {environment_message(e)}", file=sys.stderr)
+        sys.exit(2)
+    except sqlite3.Error as e:
+        print(f"pelab: error: results database: {e}; move the study folder's results.sqlite away", file=sys.stderr)
+        sys.exit(2)
+    except MemoryError:
+        print("pelab: error: out of memory; lower the sizes (d, batch, length) or free memory", file=sys.stderr)
         sys.exit(2)
     except (Abort, KeyboardInterrupt):
         rc = 130

@@ -28,9 +28,30 @@ from pelab.errors import PelabError, unknown
 from pelab.positions import SCHEMES, SchemeContext, scheme_class
 from pelab.pretrained import minilm
 
+# Bounds on sizes. They sit far past anything this lab trains on one machine; their job is to keep a
+# typo (2**62, 10**9) from overflowing an index or allocating gigabytes while a config is only being
+# checked. What a run would actually need is estimated against the machine before a study starts
+# (pelab.preflight).
+MAX_COUNT = 2**31 - 1  # steps, batches, widths, vocabularies: int32 range
+MAX_LENGTH = 2**20  # task.length
+MAX_MULTIPLIER = 64.0  # task.eval_multipliers
+MAX_SEED = 2**32 - 1  # data generators derive their seeds from it by multiplying
+#: largest position table (max_len x model width) a config may ask for: 2**27 float32 cells is 512 MiB,
+#: and validation builds the scheme
+MAX_TABLE_CELLS = 2**27
+
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Finite floats only: JSON has no inf or nan, and no setting means anything at either.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, v: object) -> object:
+        # pydantic's lax mode reads true as 1; no field of a config is a boolean.
+        if isinstance(v, bool) or (isinstance(v, list | tuple) and any(isinstance(x, bool) for x in v)):
+            raise ValueError(f"expected a number or a name, got a boolean ({str(v).lower()})")
+        return v
 
     def canonical_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
@@ -52,8 +73,8 @@ class PositionConfig(Frozen):
     min_timescale: float = Field(1.0, gt=0, description="tensor2tensor layout: shortest timescale")
     max_timescale: float = Field(1.0e4, gt=0, description="tensor2tensor layout: longest timescale")
     rotary_fraction: float = Field(1.0, gt=0, le=1, description="share of each head's channels that rotary turns")
-    t5_buckets: int = Field(32, ge=4, description="T5 relative-position buckets")
-    t5_max_distance: int = Field(128, ge=2, description="T5: offsets beyond this share the last bucket")
+    t5_buckets: int = Field(32, ge=4, le=2**16, description="T5 relative-position buckets")
+    t5_max_distance: int = Field(128, ge=2, le=MAX_COUNT, description="T5: offsets beyond this share the last bucket")
     grid_combine: Literal["concat", "add"] | None = Field(
         None, description="sincos2d: row and column codes concatenated (concat, stored as None: MAE) or added"
     )
@@ -101,12 +122,16 @@ class ModelConfig(Frozen):
     head: Literal["token", "pool"] = Field("token", description="predict per token, or per sequence from the mean")
     n_segments: int = Field(0, ge=0, description="number of segment (token-type) ids; 0 = no segment embedding")
     grid: tuple[int, int] | None = Field(None, description="patch grid (rows, cols) for 2-D position schemes")
-    d: int = Field(64, ge=2, description="base width: the model width for every combiner but concat_wide")
-    d_position: int | None = Field(None, ge=1, description="position channels when concatenated (default d/4)")
-    d_segment: int | None = Field(None, ge=1, description="segment channels when concatenated (default d/8)")
-    n_layers: int = Field(2, ge=1, description="Transformer blocks")
-    n_heads: int = Field(4, ge=1, description="attention heads")
-    d_ff: int | None = Field(None, ge=1, description="feed-forward width (default 4 x model width)")
+    d: int = Field(64, ge=2, le=MAX_COUNT, description="base width: the model width for every combiner but concat_wide")
+    d_position: int | None = Field(
+        None, ge=1, le=MAX_COUNT, description="position channels when concatenated (default d/4)"
+    )
+    d_segment: int | None = Field(
+        None, ge=1, le=MAX_COUNT, description="segment channels when concatenated (default d/8)"
+    )
+    n_layers: int = Field(2, ge=1, le=MAX_COUNT, description="Transformer blocks")
+    n_heads: int = Field(4, ge=1, le=MAX_COUNT, description="attention heads")
+    d_ff: int | None = Field(None, ge=1, le=MAX_COUNT, description="feed-forward width (default 4 x model width)")
     max_len: int = Field(512, ge=1, description="longest sequence learned tables can serve")
     dropout: float = Field(0.0, ge=0, lt=1, description="dropout after attention and feed-forward")
     position: PositionConfig = Field(default_factory=PositionConfig)
@@ -159,10 +184,21 @@ class ModelConfig(Frozen):
                 f"token_table: MiniLM's word vectors need vocab_size={minilm.VOCAB_SIZE} and a token embedding of "
                 f"at most {minilm.WIDTH} channels ({self.combine} with d={self.d} asks for {w.token})"
             )
+        cells = self.max_len * w.model
+        if cells > MAX_TABLE_CELLS:
+            raise ValueError(
+                f"task.length: {self.max_len} positions x model width {w.model} is {cells:,} cells, past pelab's "
+                f"bound of {MAX_TABLE_CELLS:,} (a position table that size is 512 MiB); lower task.length or model.d"
+            )
         if w.model % self.n_heads:
             raise ValueError(
                 f"n_heads: model width {w.model} ({self.combine} with d={self.d}) "
                 f"is not divisible by n_heads={self.n_heads}"
+            )
+        if self.position.scheme == "rotary" and w.model // self.n_heads < 2:
+            raise ValueError(
+                f"n_heads: {self.n_heads} heads at model width {w.model} leave {w.model // self.n_heads} channel per "
+                f"head, and rotary turns channel pairs; use at most {w.model // 2} heads"
             )
         # The scheme checks its own options and widths; building it must not move the
         # global random state, or configs built after seeding would change a model's init.
@@ -235,14 +271,14 @@ class TaskConfig(Frozen):
     """A task and its size; every arm of a study sees the same one."""
 
     name: str = Field("reverse", description="registered task (see `pelab list`)")
-    length: int = Field(16, ge=1, description="problem size at training (symbols, pairs, characters)")
-    vocab: int = Field(16, ge=2, description="number of distinct symbols")
-    k: int = Field(2, ge=1, description="rotate / offset distance")
+    length: int = Field(16, ge=1, le=MAX_LENGTH, description="problem size at training (symbols, pairs, characters)")
+    vocab: int = Field(16, ge=2, le=MAX_COUNT, description="number of distinct symbols")
+    k: int = Field(2, ge=1, le=MAX_COUNT, description="rotate / offset distance")
     eval_multipliers: tuple[float, ...] = Field(
         (1.0, 1.5, 2.0), description="evaluate at these multiples of length (C17 reads 1.5n and 2n)"
     )
     corpus: str | None = Field(None, description="text file or folder for charlm (default: Python's stdlib)")
-    patch: int = Field(2, ge=1, description="digits: patch side in pixels (1, 2 or 4)")
+    patch: int = Field(2, ge=1, le=MAX_COUNT, description="digits: patch side in pixels (1, 2 or 4)")
 
     @field_validator("name")
     @classmethod
@@ -256,23 +292,30 @@ class TaskConfig(Frozen):
     @field_validator("eval_multipliers")
     @classmethod
     def _positive(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        if not v or any(m <= 0 for m in v):
-            raise ValueError("eval_multipliers: give one or more positive multiples of length, e.g. [1, 2]")
+        if not v or any(m <= 0 or m > MAX_MULTIPLIER for m in v):
+            raise ValueError(
+                f"task.eval_multipliers: give one or more multiples of length in (0, {MAX_MULTIPLIER:g}], e.g. [1, 2] "
+                f"(got {list(v)})"
+            )
+        if 1.0 not in v:  # a run's headline metrics are read at the training length
+            raise ValueError(f"task.eval_multipliers: must include 1, the training length (got {list(v)})")
         return v
 
 
 class TrainConfig(Frozen):
     """The budget and optimiser, held equal across the arms of a comparison."""
 
-    steps: int = Field(400, ge=1, description="optimiser steps")
-    batch_size: int = Field(32, ge=1, description="sequences per step")
+    steps: int = Field(400, ge=1, le=MAX_COUNT, description="optimiser steps")
+    batch_size: int = Field(32, ge=1, le=MAX_COUNT, description="sequences per step")
     lr: float = Field(1e-3, gt=0, description="peak learning rate (AdamW)")
     warmup: float = Field(0.05, ge=0, lt=1, description="share of steps for linear warm-up, then cosine decay to 10%")
     weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay")
-    grad_clip: float = Field(1.0, gt=0, description="clip the gradient norm to this")
-    eval_batches: int = Field(8, ge=1, description="evaluation batches per evaluated size")
-    eval_batch_size: int = Field(64, ge=1, description="sequences per evaluation batch")
-    curve_points: int = Field(20, ge=1, description="points on the learning curve")
+    grad_clip: float = Field(
+        1.0, gt=0, description="clip the gradient norm to this (finite; a bound like 1e9 leaves gradients unclipped)"
+    )
+    eval_batches: int = Field(8, ge=1, le=MAX_COUNT, description="evaluation batches per evaluated size")
+    eval_batch_size: int = Field(64, ge=1, le=MAX_COUNT, description="sequences per evaluation batch")
+    curve_points: int = Field(20, ge=1, le=MAX_COUNT, description="points on the learning curve")
     precision: Literal["fp32", "bf16"] = Field(
         "fp32", description="forward pass in fp32, or under bf16 autocast (weights, optimiser and loss stay fp32)"
     )
@@ -297,7 +340,7 @@ class RunConfig(Frozen):
     task: TaskConfig = Field(default_factory=TaskConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
-    seed: int = Field(0, ge=0, description="seeds model initialisation and data order")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seeds model initialisation and data order")
 
     @model_validator(mode="before")
     @classmethod
@@ -308,7 +351,12 @@ class RunConfig(Frozen):
         from pelab.tasks import make_task
 
         raw_task = data.get("task", {})
-        task_cfg = raw_task if isinstance(raw_task, TaskConfig) else TaskConfig.model_validate(raw_task)
+        try:
+            task_cfg = raw_task if isinstance(raw_task, TaskConfig) else TaskConfig.model_validate(raw_task)
+        except ValidationError as e:  # name the field by its path in the run, as every other error does
+            msg = validation_message(e)
+            named = msg.split(" ")[0].endswith(":")
+            raise ValueError(msg if msg.startswith("task") else f"task.{msg}" if named else f"task: {msg}") from None
         task = make_task(task_cfg)
         decided = dict(task.model_fields())
         decided.setdefault("n_segments", 0)

@@ -26,6 +26,7 @@ of valid ones. The same config reached from two grids is one run.
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from pelab.config import TASK_DECIDES, PositionConfig, RunConfig, validation_message
+from pelab.config import MAX_SEED, TASK_DECIDES, PositionConfig, RunConfig, validation_message
 from pelab.errors import PelabError
 
 TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid", "report", "pretrained")
@@ -41,6 +42,14 @@ TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "g
 OLD_PRETRAINED_KEYS = ("seeds", "steps", "batch_size", "length", "d", "d_position", "n_layers", "n_heads", "lr")
 REPORT_KEYS = {"floor": 0.8, "margin": 0.01}
 GRID_KEYS = ("name", "set", "axes")
+#: A study file is a few kilobytes (the presets are under 10 KB).
+MAX_STUDY_BYTES = 1 << 20
+#: Tables and arrays inside one another: a study needs 4 (model.position.scheme in a list in a grid).
+MAX_DEPTH = 16
+MAX_NAME = 200
+#: The full preset has 820 runs, and validating a run takes a few milliseconds: 20,000 is about a minute
+#: of checking, and more runs than any study here trains.
+MAX_RUNS = 20_000
 
 
 def settable_keys() -> list[str]:
@@ -121,7 +130,7 @@ def _check_keys(where: str, keys: list[str], allowed: list[str]) -> None:
 def _flatten(prefix: str, tree: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in tree.items():
-        if isinstance(v, dict):
+        if isinstance(v, dict) and v:  # an empty table at a setting ("d = {}") stays, to fail as a value
             out.update(_flatten(f"{prefix}{k}.", v))
         else:
             out[prefix + k] = v
@@ -166,12 +175,46 @@ def _pretrained_models(table: Any) -> list[str]:
     return list(models)
 
 
+def _check_depth(raw: dict[str, Any]) -> None:
+    """Refuse values nested past MAX_DEPTH (walked without recursion), naming where."""
+    stack: list[tuple[str, Any, int]] = [(k, v, 1) for k, v in raw.items()]
+    while stack:
+        where, v, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise PelabError(f"{where.split('[')[0]}: nested more than {MAX_DEPTH} tables or arrays deep")
+        if isinstance(v, dict):
+            stack += [(f"{where}.{k}", x, depth + 1) for k, x in v.items()]
+        elif isinstance(v, list):
+            stack += [(f"{where}[{i}]", x, depth + 1) for i, x in enumerate(v)]
+
+
+def _grid_runs(study: Study) -> tuple[int, str]:
+    """How many runs the grids expand to before deduplication, and the biggest grid's sizes in words."""
+    base = _flatten("", study.base)
+    total, largest, words = 0, -1, ""
+    for g in study.grids:
+        lr = {**base, **g.fixed}.get("train.lr")
+        rates = len(lr) if isinstance(lr, list) else 1
+        n = math.prod(len(v) for v in g.axes.values()) * len(study.seeds) * rates
+        total += n
+        if n > largest:
+            sizes = " x ".join(str(len(v)) for v in g.axes.values()) or "1"
+            largest, words = n, f"grid {g.name!r}: {sizes} points x {len(study.seeds)} seeds"
+            words += f" x {rates} rates" if rates > 1 else ""
+    return total, words
+
+
 def parse_study(text: str, source: str = "") -> Study:
     """Parse and fully validate a study (every run is constructed), or raise one PelabError."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise PelabError(f"study file: not valid TOML ({e})") from None
+    except RecursionError:
+        raise PelabError("study file: arrays or tables nested too deep for TOML to read") from None
+    if not raw:
+        raise PelabError("study file: holds no settings; start from a copy of pelab/presets/quick.toml")
+    _check_depth(raw)
     pretrained_models = _pretrained_models(raw.get("pretrained"))
     _check_keys("study", list(raw), list(TOP_KEYS))
     allowed = settable_keys()
@@ -181,12 +224,27 @@ def parse_study(text: str, source: str = "") -> Study:
         if not isinstance(value, dict):
             raise PelabError(f"{section}: must be a table of settings")
         flat = _flatten(f"{section}.", value)
+        # an empty table header such as [model.position] sets nothing
+        flat = {k: v for k, v in flat.items() if not (v == {} and any(a.startswith(f"{k}.") for a in allowed))}
         _check_keys(section, list(flat), allowed)
         for k, v in flat.items():
             _set_dotted(base, k, v)
     seeds = raw.get("seeds", [0, 1, 2])
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
-        raise PelabError(f"seeds: must be a non-empty list of non-negative integers (got {seeds!r})")
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds)
+    ):
+        raise PelabError(f"seeds: must be a non-empty list of integers in 0..{MAX_SEED} (got {seeds!r})")
+    if len(set(seeds)) != len(seeds):
+        raise PelabError(f"seeds: a seed is listed twice (got {seeds!r})")
+    for key, most in (("name", MAX_NAME), ("description", 20 * MAX_NAME)):
+        if key in raw and (not isinstance(raw[key], str) or len(raw[key]) > most):
+            raise PelabError(f"{key}: must be a string of at most {most} characters")
+    if not isinstance(raw.get("grid", []), list):
+        raise PelabError("grid: write each grid as a [[grid]] table with name, set and axes")
+    if not isinstance(raw.get("axes", {}), dict):
+        raise PelabError('axes: must be a table of keys to lists of values, e.g. axes = { "model.d" = [16, 32] }')
     raw_grids = list(raw.get("grid", []))
     if "axes" in raw:
         raw_grids.insert(0, {"name": "main", "axes": raw["axes"]})
@@ -196,9 +254,14 @@ def parse_study(text: str, source: str = "") -> Study:
     for i, g in enumerate(raw_grids):
         if not isinstance(g, dict):
             raise PelabError("grid: each [[grid]] must be a table with name, set and axes")
-        name = str(g.get("name", f"grid {i + 1}"))
+        name = g.get("name", f"grid {i + 1}")
+        if not isinstance(name, str) or len(name) > MAX_NAME:
+            raise PelabError(f"grid: each grid's name must be a string of at most {MAX_NAME} characters")
         _check_keys(f"grid {name!r}", list(g), list(GRID_KEYS))
         fixed, axes = g.get("set", {}), g.get("axes", {})
+        for key, value in (("set", fixed), ("axes", axes)):
+            if not isinstance(value, dict):
+                raise PelabError(f'grid {name!r} {key}: must be a table of dotted keys, e.g. {{ "model.d" = 32 }}')
         _check_keys(f"grid {name!r} set", list(fixed), allowed)
         _check_keys(f"grid {name!r} axes", list(axes), allowed)
         for k, v in axes.items():
@@ -210,7 +273,7 @@ def parse_study(text: str, source: str = "") -> Study:
         raise PelabError("report: must be a table with floor and margin")
     _check_keys("report", list(report), list(REPORT_KEYS))
     for k, v in report.items():
-        if not isinstance(v, int | float) or not 0 <= v < 1:
+        if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v < 1:
             raise PelabError(f"report.{k}: must be a number in [0, 1) (got {v!r})")
     study = Study(
         report={**REPORT_KEYS, **{k: float(v) for k, v in report.items()}},
@@ -222,6 +285,12 @@ def parse_study(text: str, source: str = "") -> Study:
         source=text,
         pretrained_models=pretrained_models,
     )
+    runs, largest = _grid_runs(study)
+    if runs > MAX_RUNS:
+        raise PelabError(
+            f"grid: the study expands to {runs:,} runs ({largest}), past pelab's bound of {MAX_RUNS:,}; "
+            "shorten its axes or seeds, or split it into several studies"
+        )
     expand(study)
     return study
 
@@ -268,9 +337,23 @@ def expand(study: Study) -> None:
 
 def load_study(path: str | Path) -> Study:
     path = Path(path)
+    if path.is_dir():
+        raise PelabError(f"study: {str(path)!r} is a directory; give the study file (TOML) itself")
     if not path.is_file():
         raise PelabError(f"study: no such file {str(path)!r}")
-    study = parse_study(path.read_text(), str(path))
+    try:
+        if path.stat().st_size > MAX_STUDY_BYTES:
+            raise PelabError(f"study: {str(path)!r} is larger than {MAX_STUDY_BYTES:,} bytes; a study file is a few KB")
+        data = path.read_bytes()
+    except OSError as e:
+        raise PelabError(f"study: cannot read {str(path)!r} ({e.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PelabError(
+            f"study: {str(path)!r} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
+    study = parse_study(text, str(path))
     if study.pretrained_models:  # every folder read and checked (one line, exit 2) before any run
         from pelab.pretrained.hf import load_all
 

@@ -56,14 +56,36 @@ class Store:
         if not create and not path.exists():
             raise PelabError(f"out: {self.folder} holds no pelab study (no {DB_NAME})")
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(path, timeout=30)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=FULL")
-        self.conn.executescript(SCHEMA)
-        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
-        if "host" not in columns:  # a study started before runs recorded where they ran
-            with self.conn:
-                self.conn.execute("ALTER TABLE runs ADD COLUMN host TEXT")
+        self.path = path
+        try:
+            self.conn = sqlite3.connect(path, timeout=30)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.executescript(SCHEMA)
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
+            columns |= {f"meta.{r[1]}" for r in self.conn.execute("PRAGMA table_info(meta)")}
+            missing = [c for c in (*COLUMNS, "meta.key", "meta.value") if c not in columns and c != "host"]
+            if missing:
+                self.conn.close()
+                raise PelabError(
+                    f"out: {path} is not a pelab results database (no column {missing[0]!r}); choose another --out"
+                )
+            if "host" not in columns:  # a study started before runs recorded where they ran
+                with self.conn:
+                    self.conn.execute("ALTER TABLE runs ADD COLUMN host TEXT")
+        except sqlite3.Error as e:
+            raise PelabError(self.problem(e)) from None
+
+    def problem(self, e: sqlite3.Error) -> str:
+        """One line for a database error: what is wrong with which file, and what to do."""
+        text = str(e)
+        if "readonly" in text or "unable to open" in text:
+            return f"out: cannot write {self.path} ({text}); make {self.folder} writable or choose another --out"
+        if "disk is full" in text:
+            return f"out: the disk holding {self.path} is full; free some space and run the same command again"
+        if "not a database" in text or "malformed" in text:
+            return f"out: {self.path} is damaged or not a pelab database ({text}); move it away or choose another --out"
+        return f"out: {self.path}: {text}"
 
     def close(self) -> None:
         self.conn.close()
@@ -93,6 +115,12 @@ class Store:
         """One run, in one transaction."""
         if cfg.run_id != result.run_id:
             raise RuntimeError(f"result {result.run_id} does not belong to run {cfg.run_id}")
+        try:
+            self._write(cfg, result)
+        except sqlite3.OperationalError as e:
+            raise PelabError(self.problem(e)) from None
+
+    def _write(self, cfg: RunConfig, result: RunResult) -> None:
         with self.conn:
             self.conn.execute(
                 f"INSERT OR REPLACE INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",

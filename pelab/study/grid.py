@@ -47,7 +47,7 @@ MAX_STUDY_BYTES = 1 << 20
 #: Tables and arrays inside one another: a study needs 4 (model.position.scheme in a list in a grid).
 MAX_DEPTH = 16
 MAX_NAME = 200
-#: The full preset has 820 runs, and validating a run takes a few milliseconds: 20,000 is about a minute
+#: The largest preset has about 1,000 runs, and validating a run takes a few milliseconds: 20,000 is about a minute
 #: of checking, and more runs than any study here trains.
 MAX_RUNS = 20_000
 

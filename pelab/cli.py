@@ -273,7 +273,7 @@ def run(
         raise typer.Exit(1)
 
 
-PRESETS = ("quick", "full")
+PRESETS = ("quick", "full", "paper")
 
 
 def preset_path(name: str) -> Path:
@@ -287,7 +287,7 @@ def preset_path(name: str) -> Path:
 @app.command()
 def study(
     file: Annotated[Path | None, typer.Argument(help="study file (TOML); default: the chosen preset")] = None,
-    preset: Annotated[str, typer.Option(help="built-in study when no file is given: quick | full")] = "quick",
+    preset: Annotated[str, typer.Option(help="built-in study when no file is given: quick | full | paper")] = "quick",
     out: Annotated[Path | None, typer.Option(help="study folder (default: pelab-out/NAME)")] = None,
     workers: Annotated[
         int | None, typer.Option(help="runs at a time (default: one per core; with Ray, as many as the cluster fits)")

@@ -65,3 +65,17 @@ def test_the_report_embeds_no_linked_or_non_png_file(tmp_path: Path) -> None:
     fake = tmp_path / "fake.png"
     fake.write_text("password")
     assert _embed(link) == "" and _embed(fake) == "" and _embed(tmp_path / "missing.png") == ""
+
+
+def test_markdown_user_text_cannot_break_out() -> None:
+    """A name with a newline, a pipe and HTML stays one inert line; a study file with a code fence inside cannot
+    close the fence the report puts around it."""
+    from pelab.report.build import _md_escape, fence
+
+    text = "tiny\n# injected heading | cell <script>alert(1)</script>"
+    out = _md_escape(text)
+    assert "\n" not in out and "<script>" not in out and "\\|" in out
+    source = 'name = "x"\n# ```\n# ````` five\n'
+    f = fence(source)
+    assert f == "``````" and f not in source
+    assert fence("plain") == "```"

@@ -11,6 +11,7 @@ import html
 import json
 import os
 import platform
+import re
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -238,7 +239,16 @@ def _embed(path: Path) -> str:
 
 
 def _md_escape(text: str) -> str:
-    return html.escape(str(text), quote=False).replace("|", "\\|")
+    """User text as inert Markdown: no HTML, no table breaks, and no line break that could end a heading or a
+    table row and start a block of its own."""
+    flat = " ".join(str(text).splitlines())
+    return html.escape(flat, quote=False).replace("|", "\\|")
+
+
+def fence(text: str) -> str:
+    """A code fence longer than any run of backticks inside ``text``, so the text cannot close it."""
+    longest = max((len(m) for m in re.findall(r"`+", str(text))), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def template_env(folder: Path) -> jinja2.Environment:
@@ -250,6 +260,7 @@ def template_env(folder: Path) -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["md"] = _md_escape
+    env.filters["fence"] = fence
     env.filters["embed"] = _embed
     env.filters["rel"] = lambda p: os.path.relpath(p, folder)
     env.filters["vclass"] = lambda v: VERDICT_CLASS.get(v, "v-other")

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from pelab.report.rules import ACC, LM_LEARNED_SHARE, Family, Row, Side, metric
+from pelab.report.rules import ACC, Family, Row, Side, metric
 from pelab.report.verdicts import NO_INFO, TOO_SMALL
 from pelab.study.grid import Study
 
@@ -214,15 +214,12 @@ class ReportContext:
     def learned_runs(self, arm: pd.DataFrame) -> list[str]:
         """Every finished run with a checkpoint of an arm that learned its task (mean accuracy at the floor or
         above), lowest seed first; empty when the arm did not learn: analyses that feed a verdict read these."""
+        from pelab.report.evidence import side
+
         done = arm[arm.status == "done"].sort_values("seed")
-        if done.empty or "m.acc" not in done:
+        if done.empty or not side(done, "arm").learned(self.floor):  # one test, language models included
             return []
-        base = done["m.baseline_loss"].dropna() if "m.baseline_loss" in done else pd.Series(dtype=float)
-        if len(base):  # a language model: the same test as rules.Side.learned
-            learned = float(done["m.loss"].mean()) <= LM_LEARNED_SHARE * float(base.mean())
-        else:
-            learned = float(done["m.acc"].mean()) >= self.floor
-        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))] if learned else []
+        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
 
     def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
         """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached."""

@@ -26,7 +26,7 @@ from pelab.report.claims import (
     family_table,
 )
 from pelab.report.claims_training import ARM, _finish, key_of, position_frame
-from pelab.report.evidence import compare
+from pelab.report.evidence import compare, side
 from pelab.report.rules import Comparison, Evidence, Family, decide, family, metric, paired_test
 from pelab.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
@@ -188,7 +188,7 @@ def text_arms_table(ctx: ReportContext) -> Table:
                 continue
             mean, lo, hi = t_interval(done["m.bpb"].dropna().tolist())
             base = float(done["m.baseline_loss"].mean()) / math.log(2) if "m.baseline_loss" in done else math.nan
-            learned = float(done["m.loss"].mean()) <= 0.8 * float(done["m.baseline_loss"].mean())
+            learned = side(done, "arm").learned(ctx.floor)  # the rules' own test, not a copy of its threshold
             cell = f"{mean:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if not math.isnan(lo) else "")
             rows.append([task, f"{values[0]} + {values[1]}", str(values[2]), cell, f"{base:.3f}",
                          "yes" if learned else "no", str(len(done)), f"{int(g.params.max()):,}"])  # fmt: skip

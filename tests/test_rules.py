@@ -14,7 +14,9 @@ from scipy import stats as st
 
 from pelab.report.rules import (
     ACC,
+    AUC,
     LOSS,
+    LOSS_FLOOR,
     Comparison,
     Side,
     family,
@@ -27,10 +29,12 @@ from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTE
 FLOOR, MARGIN = 0.8, 0.01
 
 
-def arm(label: str, acc: list[float], loss: list[float] | None = None) -> Side:
+def arm(label: str, acc: list[float], loss: list[float] | None = None, auc: list[float] | None = None) -> Side:
     values = {"acc": dict(enumerate(acc))}
     if loss is not None:
         values["loss"] = dict(enumerate(loss))
+    if auc is not None:
+        values["auc"] = dict(enumerate(auc))
     return Side(label, values, params=100, flops=200, run_ids=(f"{label}-run",))
 
 
@@ -116,6 +120,22 @@ def test_ceiling_falls_back_to_loss() -> None:
     f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN)
     assert f.verdict == SUPPORTED
     assert f.rows[0].test.metric is LOSS and "ceiling" in f.rows[0].skipped[0]
+
+
+def test_loss_floor_falls_back_to_learning_speed() -> None:
+    # Both at 100% and both below the loss floor: 0.0028 against 0.0024 nats is "17% worse" on a relative
+    # margin, but only the sharpness of answers both already get right. Decided on how fast each learned.
+    a = arm("a", [1.0] * 5, [0.0028, 0.0030, 0.0027, 0.0029, 0.0026], [0.90, 0.91, 0.89, 0.92, 0.90])
+    b = arm("b", [1.0] * 5, [0.0024, 0.0025, 0.0023, 0.0024, 0.0022], [0.80, 0.82, 0.81, 0.79, 0.80])
+    assert paired_test(comp(a, b), LOSS).info == f"both arms at the floor of {LOSS.label}"
+    f = family([comp(a, b)], ["acc", "loss", "auc"], FLOOR, MARGIN)
+    assert f.rows[0].test.metric is AUC and f.verdict == SUPPORTED  # a learned faster, though b is sharper
+    assert "ceiling" in f.rows[0].skipped[0] and "floor" in f.rows[0].skipped[1]
+    # One arm above the floor: the loss informs again, and says b is better.
+    a2 = arm("a", [1.0] * 5, [1.2 * LOSS_FLOOR, 1.3 * LOSS_FLOOR, 1.2 * LOSS_FLOOR, 1.25 * LOSS_FLOOR, 1.1 * LOSS_FLOOR],
+             [0.9] * 5)  # fmt: skip
+    f2 = family([comp(a2, b)], ["acc", "loss", "auc"], FLOOR, MARGIN)
+    assert f2.rows[0].test.metric is LOSS and f2.verdict == NOT_SUPPORTED
 
 
 def test_ceiling_everywhere_is_no_information() -> None:

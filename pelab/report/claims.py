@@ -30,9 +30,10 @@ from pelab.report.rules import ACC, Family, Row, Side, metric
 from pelab.report.verdicts import NO_INFO, TOO_SMALL
 from pelab.study.grid import Study
 
-#: The deciding metrics of a claim drawn from trained arms, in order: accuracy at the training size, and
-#: held-out loss when accuracy carries no information (both arms at the ceiling, or zero spread).
-CHAIN = ("acc", "loss")
+#: The deciding metrics of a claim drawn from trained arms, in order: accuracy at the training size; held-out
+#: loss when accuracy carries no information (both arms at the ceiling, or zero spread); and the area under
+#: the learning curve (how fast each learned) when both also sit below the loss floor (``rules.LOSS_FLOOR``).
+CHAIN = ("acc", "loss", "auc")
 DOC = "claims.md"
 
 

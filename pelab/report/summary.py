@@ -143,7 +143,7 @@ def scale(ctx: ReportContext) -> str:
 
 def claims_markdown() -> str:
     """docs/claims.md: every claim, who made it, its deciding metrics and its rule, from the registry."""
-    from pelab.report.rules import RELATIVE_MARGIN, metric
+    from pelab.report.rules import LOSS_FLOOR, RELATIVE_MARGIN, metric
 
     lines = [
         "# The claims and their rules",
@@ -161,8 +161,11 @@ def claims_markdown() -> str:
         "  taken per seed, and its 95% Student-t interval decides.",
         "- **Deciding metric.** Each claim names an ordered list of metrics (below). A comparison whose arms all",
         "  sit at the ceiling or floor of a metric, or whose paired differences have zero spread, carries *no",
-        "  information* on it and falls back to the next metric (accuracy → held-out loss). Where no metric",
-        "  informs, the comparison is *no information*, never evidence for or against.",
+        "  information* on it and falls back to the next metric (accuracy → held-out loss → area under the",
+        f"  learning curve). Held-out loss sits at its floor below {LOSS_FLOOR} nats (the right answer already",
+        "  gets p > 0.99): there two arms differ only in how sharp their right answers are, which the budget",
+        "  decides more than the encoding, so the comparison falls back to how fast each arm learned. Where no",
+        "  metric informs, the comparison is *no information*, never evidence for or against.",
         "- **Margins.** Equivalence and 'no effect' use ±`[report] margin` (default 1 percentage point) on",
         f"  accuracy and ±{RELATIVE_MARGIN:.0%} relative on held-out loss.",
         "- **Several comparisons.** A claim that holds 'on some comparison' is decided with Holm–Bonferroni",

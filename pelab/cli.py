@@ -115,7 +115,10 @@ def show(
     values = table.numpy()
     if csv is not None:
         csv.parent.mkdir(parents=True, exist_ok=True)
-        np.savetxt(csv, values, delimiter=",", fmt="%.17g")
+        from pelab.files import atomic_path
+
+        with atomic_path(csv) as tmp:
+            np.savetxt(tmp, values, delimiter=",", fmt="%.17g")
         console.print(f"wrote {escape(str(csv))} ({length} positions x {d} dimensions)")
     if png is None and csv is None:
         png = Path(f"{scheme}.png")

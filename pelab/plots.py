@@ -27,10 +27,7 @@ def heatmap(table: np.ndarray, path: str | Path, title: str) -> Path:
     ax.set_ylabel("position")
     ax.set_title(title)
     fig.colorbar(im, ax=ax, fraction=0.04)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def _wrap(title: str, width: int = 72) -> str:
@@ -151,8 +148,4 @@ def heatmaps(path: str | Path, panels: dict[str, np.ndarray], title: str, xlabel
     fig.suptitle(title, fontsize=10)
     if im is not None:
         fig.colorbar(im, ax=axes, fraction=0.03)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save(fig, path, tight=False)

@@ -11,7 +11,6 @@ import contextlib
 import functools
 import hashlib
 import math
-import os
 import platform
 import time
 import traceback
@@ -253,10 +252,10 @@ def _train(
         metrics[f"acc_at_{n}"] = m["acc"]
     if checkpoint is not None:
         from pelab.checkpoint import save
+        from pelab.files import atomic_path
 
-        tmp = Path(f"{checkpoint}.tmp{os.getpid()}")
-        save(model, tmp)
-        os.replace(tmp, checkpoint)  # a checkpoint is either whole or absent
+        with atomic_path(checkpoint) as tmp:  # a checkpoint is either whole or absent
+            save(model, tmp)
     return RunResult(
         **base,
         status="done",

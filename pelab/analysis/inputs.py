@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_limits
 
 from pelab.config import PositionConfig, RunConfig
 from pelab.errors import PelabError
+from pelab.files import write_atomic
 from pelab.model import Transformer
 
 #: Seeds held-out analysis data apart from training data (seeded by ``seed``) and
@@ -233,5 +234,4 @@ def jsonable(value: Any) -> Any:
 def write_json(out: Path, name: str, result: dict[str, Any]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.json"
-    path.write_text(json.dumps(jsonable(result), indent=2, allow_nan=False) + "\n")
-    return path
+    return write_atomic(path, json.dumps(jsonable(result), indent=2, allow_nan=False) + "\n")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -25,6 +24,7 @@ import torch
 from rich.console import Console
 
 from pelab.analysis.inputs import jsonable
+from pelab.files import write_atomic
 from pelab.pretrained import frozen
 from pelab.pretrained import positions as pa
 from pelab.pretrained.figures import draw
@@ -219,14 +219,6 @@ def c9_markdown(c9: dict) -> str:
             f"Verdict (concat beats add beyond the interval; arms must reach {c9['floor']}): **{c9['verdict']}**.",
         ]
     )
-
-
-def write_atomic(path: Path, text: str) -> Path:
-    """``text`` into ``path``, whole or not at all: a temp file in the same folder, then os.replace."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
 
 
 def write(out: Path, numbers: dict) -> Path:

@@ -17,10 +17,11 @@ import numpy as np
 from rich.console import Console
 
 from pelab.analysis.inputs import jsonable
+from pelab.files import write_atomic
 from pelab.pretrained import compare
 from pelab.pretrained import positions as pa
 from pelab.pretrained.hf import BUILTIN, Model
-from pelab.pretrained.report import JSON_NAME, _f, markdown_sections, one_thread, write_atomic
+from pelab.pretrained.report import JSON_NAME, _f, markdown_sections, one_thread
 
 
 def _pct(x: float | None) -> str:

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
+from pelab.files import write_atomic
 from pelab.report.verdicts import ERROR, EXACT, INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
 from pelab.train import RunResult
 
@@ -76,7 +77,7 @@ def results_table(
     table = summarize(frame, keys, metrics)
     if csv is not None:
         csv.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(csv, index=False)
+        write_atomic(csv, table.to_csv(index=False))
     name = escape(study.name if study else str(out))
     t = Table(title=f"{name}: mean [95% interval] over seeds", title_justify="left")
     for k in keys:

@@ -32,6 +32,7 @@ from typing import Any
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
+from pelab.files import write_atomic
 from pelab.study.backends import OnResult
 from pelab.train import RunResult
 
@@ -244,7 +245,5 @@ def _collect(ray: Any, ref: Any, cfg: RunConfig, checkpoint_dir: str | Path | No
     result = RunResult.model_validate_json(result_json)
     if blob is not None and checkpoint_dir is not None:
         path = Path(checkpoint_dir) / f"{cfg.run_id}.safetensors"
-        tmp = path.with_suffix(".part")
-        tmp.write_bytes(blob)
-        os.replace(tmp, path)  # a checkpoint is whole or absent, like its row
+        write_atomic(path, blob)  # a checkpoint is whole or absent, like its row
     return result

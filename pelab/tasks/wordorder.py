@@ -45,6 +45,7 @@ from pathlib import Path
 import torch
 
 from pelab.errors import PelabError
+from pelab.files import atomic_path
 from pelab.tasks import register
 from pelab.tasks import text as text_task
 from pelab.tasks.base import Batch, Task
@@ -173,9 +174,8 @@ def word_pieces(corpus: str | None) -> tuple[torch.Tensor, ...]:
     streams = tokenize(corpus)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        save_file(dict(zip(STREAMS, streams, strict=True)), str(tmp))
-        os.replace(tmp, path)  # whole or absent, whichever process writes it first
+        with atomic_path(path) as tmp:  # whole or absent, whichever process writes it first
+            save_file(dict(zip(STREAMS, streams, strict=True)), str(tmp))
     except OSError:  # a read-only home: every process tokenises for itself
         pass
     return streams

@@ -132,8 +132,7 @@ def test_loss_floor_falls_back_to_learning_speed() -> None:
     assert f.rows[0].test.metric is AUC and f.verdict == SUPPORTED  # a learned faster, though b is sharper
     assert "ceiling" in f.rows[0].skipped[0] and "floor" in f.rows[0].skipped[1]
     # One arm above the floor: the loss informs again, and says b is better.
-    a2 = arm("a", [1.0] * 5, [1.2 * LOSS_FLOOR, 1.3 * LOSS_FLOOR, 1.2 * LOSS_FLOOR, 1.25 * LOSS_FLOOR, 1.1 * LOSS_FLOOR],
-             [0.9] * 5)  # fmt: skip
+    a2 = arm("a", [1.0] * 5, [k * LOSS_FLOOR for k in (1.2, 1.3, 1.2, 1.25, 1.1)], [0.9] * 5)
     f2 = family([comp(a2, b)], ["acc", "loss", "auc"], FLOOR, MARGIN)
     assert f2.rows[0].test.metric is LOSS and f2.verdict == NOT_SUPPORTED
 

@@ -477,7 +477,7 @@ def pretrained(
     ELECTRA, GPT-2, OPT, ViT and ViT-MAE models (--model, read with safetensors, never downloaded),
     several side by side. With MiniLM, also frozen word vectors + positions added or concatenated (C9:
     the quick preset's C9 grids, run by the study driver into OUT/c9)."""
-    from pelab.pretrained.hf import BUILTIN, load_all
+    from pelab.weights.hf import BUILTIN, load_all
 
     names = list(dict.fromkeys(model or [BUILTIN]))
     models = load_all(names)  # every folder checked (one line, exit 2) before any work
@@ -510,7 +510,7 @@ def claims_cmd(
     markdown: Annotated[bool, typer.Option("--markdown", help="print docs/claims.md")] = False,
 ) -> None:
     """Every claim the report decides: its deciding metrics and its verdict rule."""
-    from pelab.report.claims import all_claims
+    from pelab.report.catalog import all_claims
     from pelab.report.summary import claims_markdown
 
     if markdown:

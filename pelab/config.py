@@ -7,14 +7,10 @@ the same experiment always gets the same id.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Literal
 
 import torch
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
@@ -24,41 +20,26 @@ from pydantic import (
 )
 
 from pelab.combine import COMBINERS, Widths, combiner_class
-from pelab.errors import PelabError, unknown
+from pelab.errors import unknown
+from pelab.frozen import (
+    MAX_COUNT,
+    MAX_LENGTH,
+    MAX_MULTIPLIER,
+    MAX_SEED,
+    MAX_TABLE_CELLS,
+    Frozen,
+    build,
+    validation_message,
+)
 from pelab.positions import SCHEMES, SchemeContext, scheme_class
-from pelab.pretrained import minilm
+from pelab.tasks import TaskConfig, make_task
+from pelab.weights import minilm
 
-# Bounds on sizes. They sit far past anything this lab trains on one machine; their job is to keep a
-# typo (2**62, 10**9) from overflowing an index or allocating gigabytes while a config is only being
-# checked. What a run would actually need is estimated against the machine before a study starts
-# (pelab.preflight).
-MAX_COUNT = 2**31 - 1  # steps, batches, widths, vocabularies: int32 range
-MAX_LENGTH = 2**20  # task.length
-MAX_MULTIPLIER = 64.0  # task.eval_multipliers
-MAX_SEED = 2**32 - 1  # data generators derive their seeds from it by multiplying
-#: largest position table (max_len x model width) a config may ask for: 2**27 float32 cells is 512 MiB,
-#: and validation builds the scheme
-MAX_TABLE_CELLS = 2**27
-
-
-class Frozen(BaseModel):
-    # Finite floats only: JSON has no inf or nan, and no setting means anything at either.
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_bool_as_number(cls, v: object) -> object:
-        # pydantic's lax mode reads true as 1; no field of a config is a boolean.
-        if isinstance(v, bool) or (isinstance(v, list | tuple) and any(isinstance(x, bool) for x in v)):
-            raise ValueError(f"expected a number or a name, got a boolean ({str(v).lower()})")
-        return v
-
-    def canonical_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-
-    def digest(self, n: int = 16) -> str:
-        """Content hash of the canonical JSON: equal configs get equal ids."""
-        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:n]
+#: Defined below this module (pelab.frozen, pelab.tasks) and re-exported: a run's config is read from here.
+__all__ = [
+    "MAX_COUNT", "MAX_LENGTH", "MAX_MULTIPLIER", "MAX_SEED", "MAX_TABLE_CELLS", "TASK_DECIDES", "Frozen",
+    "ModelConfig", "PositionConfig", "RunConfig", "TaskConfig", "TrainConfig", "build", "validation_message",
+]  # fmt: skip
 
 
 class PositionConfig(Frozen):
@@ -249,59 +230,6 @@ class ModelConfig(Frozen):
         return self.d_ff if self.d_ff is not None else 4 * self.widths().model
 
 
-def validation_message(err: ValidationError) -> str:
-    """One line from a pydantic error: the field path, then what is wrong."""
-    first = err.errors()[0]
-    msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
-    loc = ".".join(str(p) for p in first.get("loc", ()))
-    if ":" in msg.split(" ")[0]:  # our own messages already name their field
-        return msg
-    return f"{loc}: {msg}" if loc else msg
-
-
-def build(cls: type[Frozen], **values: object) -> Frozen:
-    """Construct a config, turning validation failures into one-line PelabErrors."""
-    try:
-        return cls(**values)
-    except ValidationError as e:
-        raise PelabError(validation_message(e)) from None
-
-
-class TaskConfig(Frozen):
-    """A task and its size; every arm of a study sees the same one."""
-
-    name: str = Field("reverse", description="registered task (see `pelab list`)")
-    length: int = Field(16, ge=1, le=MAX_LENGTH, description="problem size at training (symbols, pairs, characters)")
-    vocab: int = Field(16, ge=2, le=MAX_COUNT, description="number of distinct symbols")
-    k: int = Field(2, ge=1, le=MAX_COUNT, description="rotate / offset distance")
-    eval_multipliers: tuple[float, ...] = Field(
-        (1.0, 1.5, 2.0), description="evaluate at these multiples of length (C17 reads 1.5n and 2n)"
-    )
-    corpus: str | None = Field(None, description="text file or folder for charlm (default: Python's stdlib)")
-    patch: int = Field(2, ge=1, le=MAX_COUNT, description="digits: patch side in pixels (1, 2 or 4)")
-
-    @field_validator("name")
-    @classmethod
-    def _known_task(cls, v: str) -> str:
-        from pelab.tasks import TASKS
-
-        if v not in TASKS:
-            raise unknown("task", v, TASKS)
-        return v
-
-    @field_validator("eval_multipliers")
-    @classmethod
-    def _positive(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        if not v or any(m <= 0 or m > MAX_MULTIPLIER for m in v):
-            raise ValueError(
-                f"task.eval_multipliers: give one or more multiples of length in (0, {MAX_MULTIPLIER:g}], e.g. [1, 2] "
-                f"(got {list(v)})"
-            )
-        if 1.0 not in v:  # a run's headline metrics are read at the training length
-            raise ValueError(f"task.eval_multipliers: must include 1, the training length (got {list(v)})")
-        return v
-
-
 class TrainConfig(Frozen):
     """The budget and optimiser, held equal across the arms of a comparison."""
 
@@ -348,8 +276,6 @@ class RunConfig(Frozen):
         """The task, not the user, fixes the model's inputs and outputs (and the table size it needs)."""
         if not isinstance(data, dict):
             return data
-        from pelab.tasks import make_task
-
         raw_task = data.get("task", {})
         try:
             task_cfg = raw_task if isinstance(raw_task, TaskConfig) else TaskConfig.model_validate(raw_task)

@@ -33,7 +33,7 @@ class InputEmbedding(nn.Module):
         w = combiner.widths
         self.combiner = combiner
         if cfg.token_table is not None:
-            from pelab.pretrained import word_table
+            from pelab.weights import word_table
 
             self.token: nn.Module = FrozenEmbedding(word_table(w.token, rms=combiner.token_init_std()))
         elif cfg.vocab_size is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pelab.report.claims import all_claims
+from pelab.report.catalog import all_claims
 from pelab.report.summary import claims_markdown
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "claims.md"

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from pelab import pretrained
+from pelab import weights as pretrained
 from pelab.config import RunConfig, TaskConfig, build
 from pelab.errors import PelabError
 from pelab.pretrained import frozen

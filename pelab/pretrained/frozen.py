@@ -15,7 +15,7 @@ with every other run, and `pelab pretrained` runs the same grids through
 stored runs back with the study's floor and margin.
 
 Word vectors are 384 wide; an arm whose token embedding is narrower reads their
-fixed PCA projection (see ``pelab.pretrained.minilm.word_table``). d = 128 keeps the
+fixed PCA projection (see ``pelab.weights.minilm.word_table``). d = 128 keeps the
 whole experiment within a minute or two on two CPU cores.
 """
 

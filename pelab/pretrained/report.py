@@ -28,7 +28,7 @@ from pelab.files import write_atomic
 from pelab.pretrained import frozen
 from pelab.pretrained import positions as pa
 from pelab.pretrained.figures import draw
-from pelab.pretrained.minilm import available, load_tables, model_dir, tokenizer
+from pelab.weights.minilm import available, load_tables, model_dir, tokenizer
 
 JSON_NAME = "pretrained.json"
 

@@ -20,8 +20,8 @@ from pelab.analysis.inputs import jsonable
 from pelab.files import write_atomic
 from pelab.pretrained import compare
 from pelab.pretrained import positions as pa
-from pelab.pretrained.hf import BUILTIN, Model
 from pelab.pretrained.report import JSON_NAME, _f, markdown_sections, one_thread
+from pelab.weights.hf import BUILTIN, Model
 
 
 def _pct(x: float | None) -> str:
@@ -296,7 +296,7 @@ def for_study(out: Path, paths: list[str], minilm: dict | None = None, seed: int
     one of the models. Returns {"models": paths, "figures": [file names], "side_by_side": numbers}, as JSON
     reads it back.
     """
-    from pelab.pretrained.hf import load_all
+    from pelab.weights.hf import load_all
 
     path = out / STUDY_JSON
     if path.is_file():

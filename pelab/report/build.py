@@ -26,7 +26,8 @@ import pelab
 from pelab.errors import PelabError
 from pelab.files import write_atomic
 from pelab.report import rates
-from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, all_claims, report_pool
+from pelab.report.catalog import all_claims
+from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, report_pool
 from pelab.report.claims_published import published_section
 from pelab.report.figures import curves_plot
 from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale

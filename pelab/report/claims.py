@@ -134,13 +134,6 @@ def claim(
     return register
 
 
-def all_claims() -> list[Claim]:
-    """Every declared claim, C1 first."""
-    from pelab.report import claims_inside, claims_pretrained, claims_published, claims_training  # noqa: F401
-
-    return sorted(REGISTRY.values(), key=lambda c: c.number)
-
-
 def measure_job(folder: str, name: str, run_id: str, at_init: bool) -> dict[str, Any]:
     """One measure on one stored model; a top-level function, so worker processes can run it."""
     from pelab.analysis import AnalysisInput, load_trained

@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from pelab.report.claims import DOC, ClaimResult, ReportContext, all_claims
+from pelab.report.catalog import all_claims
+from pelab.report.claims import DOC, ClaimResult, ReportContext
 from pelab.report.verdicts import (
     ERROR,
     EXACT,

@@ -355,7 +355,7 @@ def load_study(path: str | Path) -> Study:
         ) from None
     study = parse_study(text, str(path))
     if study.pretrained_models:  # every folder read and checked (one line, exit 2) before any run
-        from pelab.pretrained.hf import load_all
+        from pelab.weights.hf import load_all
 
         load_all(study.pretrained_models)
     return study

@@ -3,29 +3,8 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
-from pelab.errors import unknown
-from pelab.tasks.base import Batch, Task
-
-if TYPE_CHECKING:
-    from pelab.config import TaskConfig
-
-TASKS: dict[str, type[Task]] = {}
-
-
-def register(cls: type[Task]) -> type[Task]:
-    if not cls.name or cls.name in TASKS:
-        raise RuntimeError(f"task name {cls.name!r} is empty or taken")
-    TASKS[cls.name] = cls
-    return cls
-
-
-def task_class(name: str) -> type[Task]:
-    try:
-        return TASKS[name]
-    except KeyError:
-        raise unknown("task", name, TASKS) from None
+from pelab.tasks.base import TASKS, Batch, Task, TaskConfig, register, task_class
 
 
 def make_task(cfg: TaskConfig) -> Task:
@@ -35,4 +14,4 @@ def make_task(cfg: TaskConfig) -> Task:
 for _module in ("synthetic", "algorithmic", "text", "segments", "digits", "grid2d", "wordorder"):
     importlib.import_module(f"pelab.tasks.{_module}")
 
-__all__ = ["TASKS", "Batch", "Task", "make_task", "register", "task_class"]
+__all__ = ["TASKS", "Batch", "Task", "TaskConfig", "make_task", "register", "task_class"]

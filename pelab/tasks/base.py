@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import torch
+from pydantic import Field, field_validator
 from torch import Tensor
 
-if TYPE_CHECKING:
-    from pelab.config import TaskConfig
-
+from pelab.errors import unknown
+from pelab.frozen import MAX_COUNT, MAX_LENGTH, MAX_MULTIPLIER, Frozen
 
 #: Where a batch comes from: training, validation (choosing among learning rates), test (reported).
 SPLITS = ("train", "val", "test")
@@ -104,3 +104,54 @@ def random_symbols(size: int, n: int, vocab: int, generator: torch.Generator) ->
 def distinct_symbols(size: int, n: int, vocab: int, generator: torch.Generator) -> Tensor:
     """n distinct symbols per row (a random injection into the vocabulary)."""
     return torch.rand(size, vocab, generator=generator).argsort(dim=1)[:, :n]
+
+
+#: Every task, by name: each module of this package registers its own when ``pelab.tasks`` imports it.
+TASKS: dict[str, type[Task]] = {}
+
+
+def register(cls: type[Task]) -> type[Task]:
+    if not cls.name or cls.name in TASKS:
+        raise RuntimeError(f"task name {cls.name!r} is empty or taken")
+    TASKS[cls.name] = cls
+    return cls
+
+
+def task_class(name: str) -> type[Task]:
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise unknown("task", name, TASKS) from None
+
+
+class TaskConfig(Frozen):
+    """A task and its size; every arm of a study sees the same one."""
+
+    name: str = Field("reverse", description="registered task (see `pelab list`)")
+    length: int = Field(16, ge=1, le=MAX_LENGTH, description="problem size at training (symbols, pairs, characters)")
+    vocab: int = Field(16, ge=2, le=MAX_COUNT, description="number of distinct symbols")
+    k: int = Field(2, ge=1, le=MAX_COUNT, description="rotate / offset distance")
+    eval_multipliers: tuple[float, ...] = Field(
+        (1.0, 1.5, 2.0), description="evaluate at these multiples of length (C17 reads 1.5n and 2n)"
+    )
+    corpus: str | None = Field(None, description="text file or folder for charlm (default: Python's stdlib)")
+    patch: int = Field(2, ge=1, le=MAX_COUNT, description="digits: patch side in pixels (1, 2 or 4)")
+
+    @field_validator("name")
+    @classmethod
+    def _known_task(cls, v: str) -> str:
+        if v not in TASKS:
+            raise unknown("task", v, TASKS)
+        return v
+
+    @field_validator("eval_multipliers")
+    @classmethod
+    def _positive(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if not v or any(m <= 0 or m > MAX_MULTIPLIER for m in v):
+            raise ValueError(
+                f"task.eval_multipliers: give one or more multiples of length in (0, {MAX_MULTIPLIER:g}], e.g. [1, 2] "
+                f"(got {list(v)})"
+            )
+        if 1.0 not in v:  # a run's headline metrics are read at the training length
+            raise ValueError(f"task.eval_multipliers: must include 1, the training length (got {list(v)})")
+        return v

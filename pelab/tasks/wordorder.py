@@ -118,7 +118,7 @@ STREAMS = ("train", "val", "test")
 
 def tokenize(corpus: str | None) -> tuple[torch.Tensor, ...]:
     """(train, validation, test) streams of MiniLM word-piece ids, paragraphs separated by [SEP]."""
-    from pelab.pretrained import tokenizer
+    from pelab.weights import tokenizer
 
     tok = tokenizer()
     streams = []
@@ -141,7 +141,7 @@ def cache_dir() -> Path:
 
 def cache_key(corpus: str | None) -> str | None:
     """What the streams depend on, hashed; None for a corpus that does not exist (load_corpus says why)."""
-    from pelab.pretrained import model_dir
+    from pelab.weights import model_dir
 
     if corpus is None:  # the stdlib read is fixed by the interpreter
         files: object = ["stdlib", str(default_corpus()), sys.version]
@@ -184,7 +184,7 @@ def word_pieces(corpus: str | None) -> tuple[torch.Tensor, ...]:
 @functools.lru_cache(maxsize=32)
 def starts_of(corpus: str | None, split: str, n: int) -> torch.Tensor:
     """``paragraph_starts`` of a split's stream, once per (corpus, split, n) per process."""
-    from pelab.pretrained import tokenizer
+    from pelab.weights import tokenizer
 
     return paragraph_starts(word_pieces(corpus)[STREAMS.index(split)], n, tokenizer().sep_id)
 
@@ -214,7 +214,7 @@ class WordOrder(Task):
                 )
 
     def model_fields(self) -> dict[str, object]:
-        from pelab.pretrained import VOCAB_SIZE
+        from pelab.weights import VOCAB_SIZE
 
         return dict(kind="encoder", vocab_size=VOCAB_SIZE, n_outputs=2, head="pool", token_table="minilm")
 

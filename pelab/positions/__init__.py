@@ -8,25 +8,12 @@ from __future__ import annotations
 
 import importlib
 
-from pelab.errors import unknown
 from pelab.positions.base import PositionScheme, SchemeContext
+from pelab.registry import Registry
 
-SCHEMES: dict[str, type[PositionScheme]] = {}
-
-
-def register(cls: type[PositionScheme]) -> type[PositionScheme]:
-    """Class decorator: make a scheme reachable by its ``name``."""
-    if not cls.name or cls.name in SCHEMES:
-        raise RuntimeError(f"scheme name {cls.name!r} is empty or taken")
-    SCHEMES[cls.name] = cls
-    return cls
-
-
-def scheme_class(name: str, field: str = "position") -> type[PositionScheme]:
-    try:
-        return SCHEMES[name]
-    except KeyError:
-        raise unknown(field, name, SCHEMES) from None
+SCHEMES: Registry[PositionScheme] = Registry("position")
+register = SCHEMES.register
+scheme_class = SCHEMES.lookup
 
 
 _MODULES = ("sinusoidal", "learned", "none", "rotary", "alibi", "t5", "untied", "sincos2d")

@@ -33,41 +33,13 @@ from pelab.report.figures import curves_plot
 from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale
 from pelab.report.verdicts import (
     ERROR,
-    EXACT,
-    INCONCLUSIVE,
-    NO_INFO,
-    NOT_SUPPORTED,
-    REPORTED,
-    SUPPORTED,
-    TOO_SMALL,
+    VERDICT_CLASS,
+    VERDICT_GLYPH,
     VERDICTS,
 )
 from pelab.study.grid import parse_study
 from pelab.study.stats import runs_frame
 from pelab.study.store import Store
-
-#: CSS class of each verdict's badge (report.html.j2 styles them: colour and border style).
-VERDICT_CLASS = {
-    EXACT: "v-exact",
-    SUPPORTED: "v-supported",
-    NOT_SUPPORTED: "v-not-supported",
-    INCONCLUSIVE: "v-inconclusive",
-    NO_INFO: "v-no-info",
-    TOO_SMALL: "v-too-small",
-    REPORTED: "v-reported",
-    ERROR: "v-error",
-}
-#: The glyph leading each badge, so verdicts differ without colour: in print, in Markdown, in a terminal.
-VERDICT_GLYPH = {
-    EXACT: "≡",
-    SUPPORTED: "✓",
-    NOT_SUPPORTED: "✗",
-    INCONCLUSIVE: "?",
-    NO_INFO: "∅",
-    TOO_SMALL: "↓",
-    REPORTED: "•",
-    ERROR: "!",
-}
 
 
 def verdict_split(text: str) -> tuple[str | None, str]:

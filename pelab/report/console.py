@@ -12,7 +12,7 @@ from rich.table import Table
 from pelab.config import RunConfig
 from pelab.errors import PelabError
 from pelab.files import write_atomic
-from pelab.report.verdicts import ERROR, EXACT, INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
+from pelab.report.verdicts import VERDICT_GLYPH, VERDICT_STYLE
 from pelab.train import RunResult
 
 
@@ -97,22 +97,8 @@ def results_table(
         console.print(f"wrote {escape(str(csv))}")
 
 
-#: Rich style of each verdict: as in the HTML report, no two alike, and each led by its glyph.
-VERDICT_STYLE = {
-    EXACT: "bold green",
-    SUPPORTED: "green",
-    NOT_SUPPORTED: "bold red",
-    INCONCLUSIVE: "yellow",
-    NO_INFO: "dim",
-    TOO_SMALL: "magenta",
-    REPORTED: "blue",
-    ERROR: "bold white on red",
-}
-
-
 def summary_table(console: Console, claims: list) -> None:
     """The report's summary in the terminal: claim, verdict, key figure."""
-    from pelab.report.build import VERDICT_GLYPH
 
     t = Table(title="claims", title_justify="left")
     t.add_column("claim")

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ValidationError
 
 from pelab.config import MAX_SEED, TASK_DECIDES, PositionConfig, RunConfig, validation_message
 from pelab.errors import PelabError
+from pelab.study.stats import flatten
 
 TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid", "report", "pretrained")
 #: What a [pretrained] table held while C9 trained outside the grids; refused, pointing at the C9 grids.
@@ -127,16 +128,6 @@ def _check_keys(where: str, keys: list[str], allowed: list[str]) -> None:
             raise PelabError(f"{where}: unknown key {k!r}; allowed: {', '.join(allowed)}")
 
 
-def _flatten(prefix: str, tree: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in tree.items():
-        if isinstance(v, dict) and v:  # an empty table at a setting ("d = {}") stays, to fail as a value
-            out.update(_flatten(f"{prefix}{k}.", v))
-        else:
-            out[prefix + k] = v
-    return out
-
-
 def _rates(where: str, value: Any) -> list[Any] | None:
     """A list given for ``train.lr`` (a nuisance grid: each arm at every rate), checked; None for one rate."""
     if not isinstance(value, list):
@@ -190,7 +181,7 @@ def _check_depth(raw: dict[str, Any]) -> None:
 
 def _grid_runs(study: Study) -> tuple[int, str]:
     """How many runs the grids expand to before deduplication, and the biggest grid's sizes in words."""
-    base = _flatten("", study.base)
+    base = flatten(study.base, "")
     total, largest, words = 0, -1, ""
     for g in study.grids:
         lr = {**base, **g.fixed}.get("train.lr")
@@ -223,7 +214,7 @@ def parse_study(text: str, source: str = "") -> Study:
         value = raw.get(section, {})
         if not isinstance(value, dict):
             raise PelabError(f"{section}: must be a table of settings")
-        flat = _flatten(f"{section}.", value)
+        flat = flatten(value, f"{section}.")
         # an empty table header such as [model.position] sets nothing
         flat = {k: v for k, v in flat.items() if not (v == {} and any(a.startswith(f"{k}.") for a in allowed))}
         _check_keys(section, list(flat), allowed)
@@ -307,7 +298,7 @@ def expand(study: Study) -> None:
                              "makes the rate a nuisance parameter instead)")  # fmt: skip
         for values in itertools.product(*(g.axes[k] for k in keys)):
             point = dict(zip(keys, values, strict=True))
-            settings = {**_flatten("", study.base), **g.fixed, **point}
+            settings = {**flatten(study.base, ""), **g.fixed, **point}
             rates = _rates(f"grid {g.name!r}: ", settings.get("train.lr"))
             for seed, lr in itertools.product(study.seeds, rates or [None]):
                 tree: dict[str, Any] = {}

@@ -28,9 +28,11 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested tables as dotted keys (``{"model": {"d": 32}}`` -> ``{"model.d": 32}``), for study files and stored
+    configs alike. An empty table at a setting (``d = {}``) stays a value, so validation rejects it by name."""
     out: dict[str, Any] = {}
     for k, v in tree.items():
-        if isinstance(v, dict):
+        if isinstance(v, dict) and v:
             out.update(flatten(v, f"{prefix}{k}."))
         else:
             out[prefix + k] = v

@@ -21,6 +21,7 @@ from torch import Tensor
 
 from pelab.errors import unknown
 from pelab.frozen import MAX_COUNT, MAX_LENGTH, MAX_MULTIPLIER, Frozen
+from pelab.registry import Registry
 
 #: Where a batch comes from: training, validation (choosing among learning rates), test (reported).
 SPLITS = ("train", "val", "test")
@@ -107,21 +108,9 @@ def distinct_symbols(size: int, n: int, vocab: int, generator: torch.Generator) 
 
 
 #: Every task, by name: each module of this package registers its own when ``pelab.tasks`` imports it.
-TASKS: dict[str, type[Task]] = {}
-
-
-def register(cls: type[Task]) -> type[Task]:
-    if not cls.name or cls.name in TASKS:
-        raise RuntimeError(f"task name {cls.name!r} is empty or taken")
-    TASKS[cls.name] = cls
-    return cls
-
-
-def task_class(name: str) -> type[Task]:
-    try:
-        return TASKS[name]
-    except KeyError:
-        raise unknown("task", name, TASKS) from None
+TASKS: Registry[Task] = Registry("task")
+register = TASKS.register
+task_class = TASKS.lookup
 
 
 class TaskConfig(Frozen):

@@ -500,8 +500,8 @@ def test_spectrum_and_linearity_name_matrix_maps_as_no_table(tmp_path) -> None:
 
 
 def test_load_trained_names_the_missing_flag(tmp_path: Path) -> None:
+    from pelab.records import RunResult
     from pelab.study.store import Store
-    from pelab.train import RunResult
 
     cfg = RunConfig(task={"name": "reverse", "length": 4, "vocab": 6}, model={"d": 8, "n_heads": 2})
     store = Store(tmp_path)

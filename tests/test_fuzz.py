@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 
 import pelab.cli as cli_module
 from pelab.config import ModelConfig, PositionConfig, TaskConfig, TrainConfig
+from pelab.records import RunResult
 from pelab.study.grid import TOP_KEYS, settable_keys
 from pelab.study.store import Store
-from pelab.train import RunResult
 
 DEFAULT_EXAMPLES = 100
 EXAMPLES = int(os.environ.get("PELAB_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))

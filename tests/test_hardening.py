@@ -24,9 +24,9 @@ from rich.console import Console
 
 from pelab.cli import main
 from pelab.errors import PelabError
+from pelab.records import RunResult
 from pelab.study.grid import MAX_RUNS, parse_study
 from pelab.study.store import Store, StudyLock
-from pelab.train import RunResult
 
 BASE = {"task": {"name": '"reverse"', "length": "4"}, "model": {"d": "16"}, "train": {"steps": "1"}}
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from pelab.files import TEMP
-from pelab.study.driver import LEFTOVER
+from pelab.study.folder import LEFTOVER
 from pelab.study.store import DB_NAME
 
 SITE = Path(__file__).parent / "data" / "killwrite"

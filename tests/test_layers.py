@@ -59,3 +59,9 @@ def test_a_folder_stored_before_the_layers_moved_keeps_its_run_ids(tmp_path: Pat
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"{len(stored)} runs, {len(stored)} already stored, 0 to run" in r.stdout
+
+
+def test_run_records_import_no_torch() -> None:
+    code = "import sys, pelab.records; print('torch' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr

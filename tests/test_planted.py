@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from pelab.records import RunResult
 from pelab.report.build import build_report
 from pelab.study.grid import parse_study
 from pelab.study.store import Store
-from pelab.train import RunResult
 
 STUDY = """
 name = "planted effects"

@@ -325,8 +325,8 @@ def test_an_exception_inside_the_task_is_a_failed_run_not_a_retry() -> None:
 
 
 def test_a_result_and_its_checkpoint_are_stored_whole(tmp_path: Path) -> None:
+    from pelab.records import RunResult
     from pelab.study.ray_backend import _collect
-    from pelab.train import RunResult
 
     cfg = _cfg()
     sent = RunResult(run_id=cfg.run_id, status="done", metrics={"acc": 0.5}, host="n (10.0.0.2)")

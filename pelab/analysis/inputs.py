@@ -158,42 +158,11 @@ def float64_copy(model: Transformer) -> Transformer:
 
 
 def load_trained(db_dir: str | Path, run_id: str) -> tuple[Transformer, RunConfig]:
-    """A finished run of a study: (model with its trained weights, the run's config).
+    """A finished run of a study: (model with its trained weights, the run's config); see
+    ``StudyFolder.load_trained``, which owns where a study keeps them."""
+    from pelab.study.folder import StudyFolder
 
-    The config comes from the study's results store, the weights from
-    ``db_dir/checkpoints/<run_id>.safetensors``. ``run_id`` may be a unique prefix of the id.
-    Wrap the pair with ``AnalysisInput.for_model``.
-    """
-    from pelab.checkpoint import load
-    from pelab.study.store import Store
-
-    db_dir = Path(db_dir)
-    with Store(db_dir, create=False) as store:
-        rows = store.rows()
-    matches = [r for r in rows if r["run_id"].startswith(run_id)]
-    if not matches:
-        stored = ", ".join(r["run_id"] for r in rows[:6]) + (", ..." if len(rows) > 6 else "")
-        raise PelabError(f"run: no run {run_id!r} in {db_dir}; stored: {stored or 'none'}")
-    if len(matches) > 1:
-        raise PelabError(f"run: {run_id!r} matches {len(matches)} runs in {db_dir}; give more of the id")
-    row = matches[0]
-    rid = row["run_id"]
-    if row["status"] != "done":
-        raise PelabError(f"run: {rid} ended {row['status']} ({row['reason']}); only finished runs have weights")
-    path = db_dir / "checkpoints" / f"{rid}.safetensors"
-    if not path.exists():
-        raise PelabError(
-            f"run: no weights for {rid} ({path} is missing); the study must be run with --checkpoints "
-            f"to save them: pelab study FILE --out {db_dir} --checkpoints"
-        )
-    cfg = RunConfig.model_validate(row["config"])
-    try:
-        model = load(path)
-    except (ValueError, RuntimeError) as e:
-        raise PelabError(f"run: cannot read {path}: {e}") from None
-    if model.cfg != cfg.model:
-        raise PelabError(f"run: {path} holds a different model than run {rid} describes")
-    return model.eval(), cfg
+    return StudyFolder(db_dir).load_trained(run_id)
 
 
 def read_table(path: str | Path) -> np.ndarray:

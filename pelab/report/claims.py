@@ -28,6 +28,7 @@ import pandas as pd
 
 from pelab.report.rules import ACC, Family, Row, Side, metric
 from pelab.report.verdicts import NO_INFO, TOO_SMALL
+from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 
 #: The deciding metrics of a claim drawn from trained arms, in order: accuracy at the training size; held-out
@@ -195,7 +196,7 @@ class ReportContext:
         return p
 
     def has_checkpoint(self, run_id: str) -> bool:
-        return (self.folder / "checkpoints" / f"{run_id}.safetensors").exists()
+        return StudyFolder(self.folder).has_checkpoint(run_id)
 
     def pick_run(self, frame: pd.DataFrame) -> str | None:
         """The lowest-seed finished run of an arm that has a checkpoint: the one analyses look at."""

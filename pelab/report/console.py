@@ -12,8 +12,8 @@ from rich.table import Table
 from pelab.config import RunConfig
 from pelab.errors import PelabError
 from pelab.files import write_atomic
+from pelab.records import RunResult
 from pelab.report.verdicts import VERDICT_GLYPH, VERDICT_STYLE
-from pelab.train import RunResult
 
 
 def fmt(x: float, digits: int = 3) -> str:

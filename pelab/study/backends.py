@@ -21,7 +21,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from pelab.config import RunConfig
-from pelab.train import RunResult
+from pelab.records import RunResult
+from pelab.study.folder import checkpoint_file
 
 OnResult = Callable[[RunConfig, RunResult], None]
 
@@ -95,7 +96,7 @@ def run_local(
                 cfg = pending.pop(0)
                 res_r, res_w = ctx.Pipe(duplex=False)
                 life_r, life_w = ctx.Pipe(duplex=False)
-                ckpt = str(Path(checkpoint_dir) / f"{cfg.run_id}.safetensors") if checkpoint_dir else None
+                ckpt = str(checkpoint_file(checkpoint_dir, cfg.run_id)) if checkpoint_dir else None
                 p = ctx.Process(
                     target=_worker,
                     args=(cfg.model_dump_json(), device, threads, ckpt, res_w, life_r),

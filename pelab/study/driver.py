@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -18,11 +17,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from pelab.config import RunConfig
 from pelab.errors import PelabError
 from pelab.preflight import check_fits, machine_bytes
+from pelab.records import RunResult
 from pelab.study.backends import OnResult, default_threads, run_local
+from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
 from pelab.study.store import Store, StudyLock
-from pelab.train import RunResult
 
 
 @dataclass
@@ -82,23 +82,8 @@ def check_study(
     check_fits(study.runs, budget, where)
 
 
-#: Temporary files of writes that a kill interrupted: ``write_atomic``'s ``.NAME.XXXX.tmp``, a checkpoint's
-#: ``NAME.safetensors.tmp<pid>``, ``.tmp*`` and the Ray backend's ``.part``. The lock is held, so no writer
-#: of this folder is alive.
-LEFTOVER = re.compile(r"^\.tmp.*|.*\.tmp\d*|.*\.safetensors\.part")
 #: Memory assumed for one node of a Ray cluster (not this machine) when sizing runs before they are sent.
 RAY_NODE_BYTES = 2**40
-
-
-def remove_leftovers(out: Path) -> int:
-    """Delete temporary files left in the study folder by interrupted writes (links are never followed)."""
-    removed = 0
-    for folder, _, files in os.walk(out):
-        for name in files:
-            if LEFTOVER.fullmatch(name):
-                Path(folder, name).unlink(missing_ok=True)
-                removed += 1
-    return removed
 
 
 def run_study(
@@ -124,7 +109,7 @@ def run_study(
     out = Path(out)
     console = console or Console()
     with nullcontext() if locked else StudyLock(out), Store(out) as store:
-        removed = remove_leftovers(out)
+        removed = StudyFolder(out).remove_leftovers()
         if removed and not quiet:
             console.print(f"removed {removed} temporary file(s) left by an interrupted write")
         store.set_meta(study=study.source, name=study.name, **({"command": command} if command else {}))
@@ -133,7 +118,7 @@ def run_study(
         skipped = len(study.runs) - len(pending)
         ckpt_dir = None
         if checkpoints:
-            ckpt_dir = out / "checkpoints"
+            ckpt_dir = StudyFolder(out).checkpoints
             ckpt_dir.mkdir(exist_ok=True)
         counts = {"failed": 0, "diverged": 0}
         start = time.perf_counter()

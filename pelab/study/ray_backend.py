@@ -33,8 +33,9 @@ from typing import Any
 from pelab.config import RunConfig
 from pelab.errors import PelabError
 from pelab.files import write_atomic
+from pelab.records import RunResult
 from pelab.study.backends import OnResult
-from pelab.train import RunResult
+from pelab.study.folder import checkpoint_file
 
 INSTALL_HINT = "backend: 'ray' needs Ray, which is not installed; install it with: pip install 'pelab[ray]'"
 DEFAULT_RETRIES = 3
@@ -244,6 +245,6 @@ def _collect(ray: Any, ref: Any, cfg: RunConfig, checkpoint_dir: str | Path | No
         return RunResult(**failed, reason=f"lost after {retries} retries: {_first_line(e)}")
     result = RunResult.model_validate_json(result_json)
     if blob is not None and checkpoint_dir is not None:
-        path = Path(checkpoint_dir) / f"{cfg.run_id}.safetensors"
+        path = checkpoint_file(checkpoint_dir, cfg.run_id)
         write_atomic(path, blob)  # a checkpoint is whole or absent, like its row
     return result

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
-from pelab.train import RunResult
+from pelab.records import RunResult
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

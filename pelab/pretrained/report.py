@@ -286,10 +286,12 @@ def run(out: Path, budget: frozen.Budget | None, console: Console | None = None)
         files = draw(out, numbers)
     if budget is not None:
         numbers["c9"] = run_c9(out / "c9", budget, console)
-    files.append(write(out, numbers))
     sections = markdown_sections(numbers)
     md = "".join(f"## {k}\n\n{v}\n\n" for k, v in sections.items())
     files.append(write_atomic(out / "pretrained.md", md))
+    # The JSON last: load_or_measure reuses the folder when it is there, so everything it describes must be too
+    # (a kill between the two once left a folder without pretrained.md for good).
+    files.append(write(out, numbers))
     return numbers, files
 
 

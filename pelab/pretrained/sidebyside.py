@@ -274,11 +274,12 @@ def run(
         numbers = compare.side_by_side(models, seed, minilm if any(m.name == BUILTIN for m in models) else None)
         files = draw(out, models, numbers)
     whole = {**minilm, "side_by_side": numbers} if minilm is not None else {"side_by_side": numbers}
-    files.append(write_atomic(out / JSON_NAME, json.dumps(jsonable(whole), indent=2, allow_nan=False) + "\n"))
     sections = markdown_sections(minilm) if minilm is not None else {}
     sections["Side by side"] = markdown(numbers)
     md = "".join(f"## {k}\n\n{v}\n\n" for k, v in sections.items())
     files.append(write_atomic(out / "pretrained.md", md))
+    # The JSON last: a later report reuses the folder when it is there, so everything it describes must be too.
+    files.append(write_atomic(out / JSON_NAME, json.dumps(jsonable(whole), indent=2, allow_nan=False) + "\n"))
     return numbers, files
 
 

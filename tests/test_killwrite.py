@@ -168,3 +168,35 @@ def test_killed_at_every_write(clean, tmp_path: Path) -> None:
     print(f"kills: {len(log_names)}; could not resume: {len(unresumable)}; differ from a clean run: {len(mismatched)}; "
           f"leftover temp files: {len(leftover)}")  # fmt: skip
     assert not unresumable and not leftover and not mismatched, (unresumable, leftover, mismatched)
+
+
+@pytest.mark.parametrize("after", [2, 12, 24])
+def test_ctrl_c_in_the_report_phase_exits_130_and_the_report_resumes(clean, tmp_path: Path, after: int) -> None:
+    """Ctrl-C (SIGINT to the whole foreground group, workers included, as a terminal sends it) once ``after``
+    files of the report have landed: exit 130 with the one-line message, no traceback, no process left, and the
+    next `pelab report` writes the same files as a clean run."""
+    import shutil
+    import time
+
+    _, ref, _ = clean
+    out, log = tmp_path / "out", tmp_path / "writes.log"
+    shutil.copytree(ref, out, ignore=shutil.ignore_patterns("report*", "claims*", "analyses", "figures"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SITE), os.environ.get("PYTHONPATH", "")])}
+    env.update(PELAB_KILL_DIR=str(out.resolve()), PELAB_KILL_LOG=str(log))
+    cmd = [sys.executable, "-m", "pelab", "report", str(out)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and len(writes(log)) < after:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the report ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, err.decode()[-2000:])
+    assert "pelab: interrupted" in err.decode() and "Traceback" not in err.decode(), err.decode()[-2000:]
+    deadline = time.time() + 15  # the pool's forkserver and resource tracker leave once their parent has gone
+    while left := subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split():
+        assert time.time() < deadline, f"processes left in the group: {left}"
+        time.sleep(0.2)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not leftovers(out) and files(out) == files(ref)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from pelab.report.claims_inside import rule_c1, rule_c2, rule_c3, rule_c4, rule_c8, rule_c10, shrink_evidence
 from pelab.report.claims_pretrained import rule_c9
 from pelab.report.claims_training import rule_c6, rule_c7, rule_c17
-from pelab.report.rules import PROBE, Comparison, Evidence, Side, decide, family, paired_test
+from pelab.report.rules import PROBE, Comparison, Evidence, Side, decide, decide_some_group, family, paired_test
 from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
 FLOOR, MARGIN = 0.8, 0.01
@@ -157,13 +159,17 @@ def test_c4_every_branch() -> None:
 
 
 # --- C8: equivariance and a learned NoPE decoder's probe against two controls --------------------
-def probe_family(trained: list[float], first: list[float], init: list[float], acc: list[float] = WIN):
+def probe_items(trained: list[float], first: list[float], init: list[float], acc: list[float] = WIN):
     a = arm("trained", acc, probe=trained)
     items = []
     for label, control in (("input", first), ("init", init)):
         c = comp(a, arm(label, acc, probe=control))
         items.append(Evidence(c, a.learned(FLOOR), (paired_test(c, PROBE),)))
-    return decide(items, MARGIN, kind="better", combine="all")
+    return items
+
+
+def probe_family(trained: list[float], first: list[float], init: list[float], acc: list[float] = WIN):
+    return decide_some_group([probe_items(trained, first, init, acc)], MARGIN)[0]
 
 
 def test_c8_every_branch() -> None:
@@ -178,6 +184,32 @@ def test_c8_every_branch() -> None:
     assert rule_c8(["none"], input_reads) == INCONCLUSIVE
     # A decoder that did not learn its task is never probed for a verdict.
     assert rule_c8(["none"], probe_family([0.6] * 5, [0.1] * 5, [0.2] * 5, acc=[0.45] * 5)) == TOO_SMALL
+
+
+GOOD = ([0.6, 0.65, 0.62, 0.7, 0.66], [0.13, 0.12, 0.14, 0.13, 0.12], [0.2, 0.22, 0.19, 0.21, 0.2])
+HALF = ([0.6, 0.65, 0.62, 0.7, 0.66], [0.13, 0.12, 0.14, 0.13, 0.12], [0.6, 0.66, 0.61, 0.69, 0.67])  # init reads it
+WORSE = ([0.1, 0.11, 0.1, 0.12, 0.1], [0.3, 0.31, 0.29, 0.3, 0.32], [0.05, 0.06, 0.05, 0.04, 0.05])
+
+
+def test_c8_some_task_where_both_controls_fall() -> None:
+    # One task where the probe beats both controls is enough; a sorting-like task where it does not is named.
+    fam, per = decide_some_group([probe_items(*GOOD), probe_items(*WORSE)], MARGIN)
+    assert fam.verdict == SUPPORTED and per == [SUPPORTED, NOT_SUPPORTED]
+    assert "Holm" in fam.correction and all(r.level == pytest.approx(1 - 0.05 / 2) for r in fam.rows[:2])
+    # Beating one control is not beating both: a task where the untrained model reads position as well fails.
+    fam, per = decide_some_group([probe_items(*HALF)], MARGIN)
+    assert fam.verdict != SUPPORTED and per[0] != SUPPORTED
+    # Every task refuted: not supported.
+    assert decide_some_group([probe_items(*WORSE), probe_items(*WORSE)], MARGIN)[0].verdict == NOT_SUPPORTED
+
+
+def test_c8_holm_across_tasks() -> None:
+    # Each task's rows are significant alone (p ~ 0.02-0.03); with Holm across 4 tasks none survives.
+    lone = ([0.30, 0.29, 0.33, 0.29, 0.31], [0.28, 0.28, 0.28, 0.28, 0.28], [0.28, 0.28, 0.28, 0.28, 0.28])
+    alone, _ = decide_some_group([probe_items(*lone)], MARGIN)
+    assert alone.verdict == SUPPORTED
+    fam, per = decide_some_group([probe_items(*lone) for _ in range(4)], MARGIN)
+    assert fam.verdict == INCONCLUSIVE and per == [INCONCLUSIVE] * 4
 
 
 # --- C10: decodability decides, collisions do not --------------------------------------------------

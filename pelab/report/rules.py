@@ -518,6 +518,44 @@ def decide(
     return Family(rows, _combine([r.verdict for r in rows], combine), kind, combine, correction)
 
 
+def decide_some_group(
+    groups: Sequence[Sequence[Evidence]], margin: float, kind: Kind = "better", alpha: float = ALPHA
+) -> tuple[Family, list[str]]:
+    """Claims of the form "on some task, A beats every control" (C8: a NoPE decoder's probe beats both controls).
+
+    Within a group every row must hold: an intersection–union test, so the group's p-value is the largest of its
+    rows'. Across groups, Holm–Bonferroni on those p-values; a group supports the claim when it is rejected and
+    each of its rows' intervals at the group's Holm level says so. The claim is supported when some group is, not
+    supported when every informative group is refuted, else inconclusive. Returns the family (every row, with the
+    level that decided it) and each group's verdict, in order.
+    """
+    per = [decide(g, margin, kind, combine="all", alpha=alpha) for g in groups]
+    pvalues = []
+    for fam in per:
+        ps = [_p_for(kind, r.test, margin_for(r.test.metric, margin), "any") for r in fam.rows if r.test is not None]
+        whole = fam.rows and all(r.tested for r in fam.rows) and not any(math.isnan(x) for x in ps)
+        pvalues.append(max(ps) if whole else math.nan)
+    verdicts = []
+    for fam, (rejected, level) in zip(per, holm(pvalues, alpha), strict=True):
+        holds = rejected and all(
+            _decide(kind, *r.test.oriented(level), margin_for(r.test.metric, margin), r.test.n) == SUPPORTED
+            for r in fam.rows
+            if r.test is not None
+        )
+        if holds or fam.verdict == SUPPORTED:
+            for r in fam.rows:
+                r.verdict, r.level = (SUPPORTED if holds else INCONCLUSIVE), level
+                r.interval = r.test.interval(level) if r.test is not None else r.interval
+        verdicts.append(SUPPORTED if holds else INCONCLUSIVE if fam.verdict == SUPPORTED else fam.verdict)
+    k = sum(not math.isnan(x) for x in pvalues)
+    correction = (
+        f"on some of {len(per)} group(s): within a group every comparison must hold (its p is the largest of its "
+        f"rows'); Holm–Bonferroni across the {k} group(s) where every row points the claimed way"
+    )
+    rows = [r for fam in per for r in fam.rows]
+    return Family(rows, _combine(verdicts, "any"), kind, "any", correction), verdicts
+
+
 def _combine(verdicts: Sequence[str], how: Literal["any", "all"]) -> str:
     learned = [v for v in verdicts if v != TOO_SMALL]
     if not learned:

@@ -39,8 +39,9 @@ import torch
 
 from pelab.config import RunConfig
 from pelab.device import resolve_device
+from pelab.records import RunResult
 from pelab.study.stats import t_interval
-from pelab.train import RunResult, bf16_supported, train_run
+from pelab.train import bf16_supported, train_run
 
 TOLERANCE = 0.02  # bf16's held-out loss within +-2% (relative) of fp32's
 

@@ -14,8 +14,9 @@ import pelab.train
 from pelab.config import RunConfig, build
 from pelab.errors import PelabError
 from pelab.model import Transformer
+from pelab.records import RunResult
 from pelab.tasks import make_task
-from pelab.train import RunResult, autocast, batch_loss, bf16_supported, train_run
+from pelab.train import autocast, batch_loss, bf16_supported, train_run
 
 CPU = torch.device("cpu")
 needs_bf16 = pytest.mark.skipif(not bf16_supported(CPU), reason="this CPU has no bf16 kernels")

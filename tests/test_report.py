@@ -39,7 +39,7 @@ def study_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_claim_has_a_section_and_a_verdict(study_dir: Path) -> None:
     claims = json.loads((study_dir / "claims.json").read_text())
     ids = [c["id"] for c in claims]
-    from pelab.report.claims import all_claims
+    from pelab.report.catalog import all_claims
 
     assert ids == [spec.id for spec in all_claims()]
     assert len(ids) >= 15

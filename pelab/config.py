@@ -20,7 +20,6 @@ from pydantic import (
 )
 
 from pelab.combine import COMBINERS, Widths, combiner_class
-from pelab.errors import unknown
 from pelab.frozen import (
     MAX_COUNT,
     MAX_LENGTH,
@@ -63,8 +62,7 @@ class PositionConfig(Frozen):
     @field_validator("scheme")
     @classmethod
     def _known(cls, v: str) -> str:
-        if v not in SCHEMES:
-            raise unknown("position", v, SCHEMES)
+        SCHEMES.lookup(v)  # one line naming the field and the allowed names
         return v
 
     @model_validator(mode="before")
@@ -136,8 +134,7 @@ class ModelConfig(Frozen):
     @field_validator("combine")
     @classmethod
     def _known_combiner(cls, v: str) -> str:
-        if v not in COMBINERS:
-            raise unknown("combine", v, COMBINERS)
+        COMBINERS.lookup(v)  # one line naming the field and the allowed names
         return v
 
     @model_validator(mode="after")

@@ -21,33 +21,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_study import STUDY as TINY
 
 from pelab.files import TEMP
 from pelab.study.folder import LEFTOVER
 from pelab.study.store import DB_NAME
 
 SITE = Path(__file__).parent / "data" / "killwrite"
-STUDY = """
-name = "killed at every write"
-seeds = [0, 1]
-[task]
-name = "reverse"
-length = 5
-vocab = 8
-[model]
-d = 16
-n_heads = 2
-[train]
-steps = 20
-eval_batches = 2
-[axes]
-"model.position.scheme" = ["sinusoidal", "learned"]
-"model.combine" = ["add", "concat_split"]
-[[grid]]
-name = "attention"
-set = { "model.combine" = "none" }
-axes = { "model.position.scheme" = ["rotary", "none"] }
-"""
+STUDY = TINY.format(steps=20)  # test_study's 12-run study: 4 input arms + 2 attention arms, 2 seeds
 ARGS = ("--workers", "1", "--threads", "1", "--checkpoints")
 
 

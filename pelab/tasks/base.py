@@ -19,7 +19,6 @@ import torch
 from pydantic import Field, field_validator
 from torch import Tensor
 
-from pelab.errors import unknown
 from pelab.frozen import MAX_COUNT, MAX_LENGTH, MAX_MULTIPLIER, Frozen
 from pelab.registry import Registry
 
@@ -129,8 +128,7 @@ class TaskConfig(Frozen):
     @field_validator("name")
     @classmethod
     def _known_task(cls, v: str) -> str:
-        if v not in TASKS:
-            raise unknown("task", v, TASKS)
+        TASKS.lookup(v)  # one line naming the field and the allowed names
         return v
 
     @field_validator("eval_multipliers")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-import torch
 from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    create_model,
     field_validator,
     model_serializer,
     model_validator,
@@ -41,23 +41,10 @@ __all__ = [
 ]  # fmt: skip
 
 
-class PositionConfig(Frozen):
-    """A position scheme and its options (each scheme reads only its own)."""
+class _PositionBase(Frozen):
+    """A position scheme and its options; the options' fields come from the schemes (``PositionConfig``)."""
 
     scheme: str = Field("sinusoidal", description="registered scheme name (see `pelab list`)")
-    layout: Literal["paper", "tensor2tensor"] = Field("paper", description="sinusoidal channel layout")
-    keep: Literal["fastest", "slowest", "spread"] = Field(
-        "fastest", description="sinusoidal frequencies kept when positions get fewer than d channels"
-    )
-    base: float = Field(10000.0, gt=1, description="sinusoidal / rotary wavelength base")
-    min_timescale: float = Field(1.0, gt=0, description="tensor2tensor layout: shortest timescale")
-    max_timescale: float = Field(1.0e4, gt=0, description="tensor2tensor layout: longest timescale")
-    rotary_fraction: float = Field(1.0, gt=0, le=1, description="share of each head's channels that rotary turns")
-    t5_buckets: int = Field(32, ge=4, le=2**16, description="T5 relative-position buckets")
-    t5_max_distance: int = Field(128, ge=2, le=MAX_COUNT, description="T5: offsets beyond this share the last bucket")
-    grid_combine: Literal["concat", "add"] | None = Field(
-        None, description="sincos2d: row and column codes concatenated (concat, stored as None: MAE) or added"
-    )
 
     @field_validator("scheme")
     @classmethod
@@ -67,28 +54,62 @@ class PositionConfig(Frozen):
 
     @model_validator(mode="before")
     @classmethod
-    def _grid_combine_is_sincos2d(cls, data: object) -> object:
-        if not isinstance(data, dict) or data.get("grid_combine") is None:
+    def _own_options(cls, data: object) -> object:
+        """The chosen scheme reads and normalises its own options (sincos2d stores concat as unset). An option
+        whose default is unset (one added after run ids were fixed) may be set only for a scheme that reads
+        it; the older options stay accepted for any scheme, as study files have always set them."""
+        if not isinstance(data, dict):
             return data
-        scheme = data.get("scheme", "sinusoidal")
-        if scheme != "sincos2d":
-            raise ValueError(
-                f"position.grid_combine: only sincos2d has row/column halves (scheme={scheme}); leave it out"
-            )
-        # concat is MAE's layout, what sincos2d did before the field existed: stored as unset, so the same
-        # model gets the same run id whether a study names it or not.
-        return {**data, "grid_combine": None} if data["grid_combine"] == "concat" else data
+        name = data.get("scheme", "sinusoidal")
+        if not isinstance(name, str) or name not in SCHEMES:
+            return data  # the scheme's own validator names the field
+        own = scheme_class(name).Options
+        for key, value in data.items():
+            if key == "scheme" or key in own.model_fields or value is None:
+                continue
+            if key in OPTION_OWNERS and cls.model_fields[key].default is None:
+                owners = ", ".join(OPTION_OWNERS[key])
+                raise ValueError(f"position.{key}: only {owners} reads it (scheme={name}); leave it out")
+        given = {k: data[k] for k in own.model_fields if k in data}
+        try:
+            normalised = own.model_validate(given).model_dump()
+        except ValidationError:
+            return data  # PositionConfig's own fields (the same declarations) name the field and the bound
+        return {**data, **{k: normalised[k] for k in given}}
 
     @model_serializer(mode="wrap")
-    def _omit_unset_grid_combine(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # Left out while unset, so configs (and run ids) from before the field existed hash as they did.
-        data = handler(self)
-        if data.get("grid_combine") is None:
-            data.pop("grid_combine", None)
-        return data
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Options left unset are left out, so configs (and run ids) from before such an option existed hash
+        # as they did.
+        return {k: v for k, v in handler(self).items() if v is not None}
 
     def options(self) -> dict[str, object]:
-        return self.model_dump(exclude={"scheme"})
+        """The chosen scheme's own options, what it is built with."""
+        return {k: getattr(self, k) for k in scheme_class(self.scheme).Options.model_fields}
+
+
+def _option_fields() -> tuple[dict[str, tuple[object, object]], dict[str, list[str]]]:
+    """Every scheme's declared options, as PositionConfig's fields; an option read by two schemes (base) must
+    be declared the same by both."""
+    fields: dict[str, tuple[object, object]] = {}
+    owners: dict[str, list[str]] = {}
+    for name, cls in SCHEMES.items():
+        for key, info in cls.Options.model_fields.items():
+            if key in fields and repr(fields[key][1]) != repr(info):
+                raise TypeError(f"position option {key!r}: {owners[key][0]} and {name} declare it differently")
+            fields.setdefault(key, (info.annotation, info))
+            owners.setdefault(key, []).append(name)
+    return fields, owners
+
+
+_FIELDS, OPTION_OWNERS = _option_fields()
+PositionConfig = create_model(
+    "PositionConfig",
+    __base__=_PositionBase,
+    __module__=__name__,
+    __doc__="A position scheme and its options, assembled from every scheme's ``Options`` (each reads its own).",
+    **_FIELDS,  # type: ignore[call-overload]
+)
 
 
 class ModelConfig(Frozen):
@@ -178,10 +199,9 @@ class ModelConfig(Frozen):
                 f"n_heads: {self.n_heads} heads at model width {w.model} leave {w.model // self.n_heads} channel per "
                 f"head, and rotary turns channel pairs; use at most {w.model // 2} heads"
             )
-        # The scheme checks its own options and widths; building it must not move the
-        # global random state, or configs built after seeding would change a model's init.
-        with torch.random.fork_rng(devices=[]):
-            scheme(self.scheme_context(), **self.position.options())
+        # The scheme checks its own options against the widths without being built: no parameter, no module. A
+        # check must not draw random numbers (configs validated after seeding would change a model's init).
+        scheme.check(self.scheme_context(), scheme.Options(**self.position.options()))
         return self
 
     def scheme_context(self) -> SchemeContext:

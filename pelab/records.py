@@ -4,9 +4,27 @@ importing torch or the model (only training makes one).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+#: Accuracy at each evaluated size is stored flat among a run's metrics as ``acc_at_<n>`` (results.sqlite
+#: and every frame read from it); these two are the only places that spell or parse the key.
+_SIZE_KEY = re.compile(r"^(?:m\.)?acc_at_(\d+)$")
+
+
+def size_metric(n: int) -> str:
+    """The metric key of accuracy at problem size n."""
+    return f"acc_at_{n}"
+
+
+def sizes_in(keys: Iterable[str]) -> list[tuple[int, str]]:
+    """(size, key) for each accuracy-at-size key among ``keys`` (bare, or a frame's ``m.`` column), smallest
+    size first."""
+    found = ((_SIZE_KEY.match(k), k) for k in keys)
+    return sorted((int(m.group(1)), k) for m, k in found if m)
 
 
 class RunResult(BaseModel):

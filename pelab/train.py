@@ -25,7 +25,7 @@ from pelab.config import RunConfig
 from pelab.device import resolve_device
 from pelab.errors import PelabError
 from pelab.model import Transformer
-from pelab.records import RunResult
+from pelab.records import RunResult, size_metric
 from pelab.tasks import Batch, Task, make_task
 
 
@@ -163,7 +163,10 @@ def _train(
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(device_name)
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)  # a worker given cuda:k makes no context on cuda:0 (several runs per GPU)
     task = make_task(cfg.task)
+    task.check_data()  # a config validates without reading data; a run that reads it checks it first
     torch.manual_seed(cfg.seed)
     model = Transformer(cfg.model).to(device)
     data_gen = torch.Generator().manual_seed(cfg.seed)
@@ -229,7 +232,7 @@ def _train(
     if baseline is not None:
         metrics["baseline_loss"] = baseline
     for n, m in evals.items():
-        metrics[f"acc_at_{n}"] = m["acc"]
+        metrics[size_metric(int(n))] = m["acc"]
     if checkpoint is not None:
         from pelab.checkpoint import save
         from pelab.files import atomic_path

@@ -82,7 +82,7 @@ def test_run_ids_from_before_the_option_are_unchanged() -> None:
 @pytest.mark.parametrize("scheme", ["sinusoidal", "learned", "rotary"])
 @pytest.mark.parametrize("value", ["concat", "add"])
 def test_other_schemes_refuse_grid_combine(scheme: str, value: str) -> None:
-    with pytest.raises(PelabError, match=r"^position\.grid_combine: only sincos2d has row/column halves"):
+    with pytest.raises(PelabError, match=r"^position\.grid_combine: only sincos2d reads it"):
         build(PositionConfig, scheme=scheme, grid_combine=value)
 
 

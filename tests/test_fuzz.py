@@ -49,7 +49,7 @@ FUZZ = settings(
 )
 
 SETTABLE = settable_keys()
-#: Tasks that read a corpus or a pretrained tokenizer are left out: valid draws would load them.
+#: Tasks that read a corpus or a pretrained tokenizer are left out: the pre-flight of a valid draw would load them.
 FAST_TASKS = ["reverse", "copy", "sort", "offset", "rotate", "lookup", "same", "addition", "recall"]
 NAMES = FAST_TASKS + ["add", "concat_split", "concat_wide", "none", "matrix", "multiply", "gated"]
 NAMES += ["sinusoidal", "learned", "rotary", "alibi", "t5", "untied", "sincos2d", "encoder", "decoder", "pool"]

@@ -260,7 +260,7 @@ def test_wordorder_on_a_text_file(tmp_path) -> None:
     assert b.inputs.shape == (4, 8) and int(b.inputs.max()) < 30522
     (tmp_path / "small.txt").write_text("Only a few words of prose here.\n")
     with pytest.raises(PelabError, match="task.corpus"):
-        make_task(TaskConfig(name="wordorder", length=8, corpus=str(tmp_path / "small.txt")))
+        make_task(TaskConfig(name="wordorder", length=8, corpus=str(tmp_path / "small.txt"))).check_data()
 
 
 @needs_minilm

@@ -124,4 +124,4 @@ def test_charlm_user_file(tmp_path) -> None:
     text = bytes(b.inputs[0].tolist()).decode()
     assert text in f.read_text()
     with pytest.raises(PelabError, match="task.corpus"):
-        make_task(TaskConfig(name="charlm", corpus=str(tmp_path / "missing.txt")))
+        make_task(TaskConfig(name="charlm", corpus=str(tmp_path / "missing.txt"))).check_data()

@@ -149,18 +149,57 @@ def test_missing_or_small_corpus_is_one_line_error(tmp_path: Path) -> None:
     cases.append(tmp_path / "empty")
     for path in cases:
         for name in ("charlm", "mlm"):
+            task = make_task(TaskConfig(name=name, corpus=str(path)))  # making a task reads no data
             with pytest.raises(PelabError, match="task.corpus") as e:
-                make_task(TaskConfig(name=name, corpus=str(path)))
+                task.check_data()
             assert "\n" not in str(e.value)
 
 
 def test_length_longer_than_a_split_is_an_error(tmp_path: Path) -> None:
     f = tmp_path / "book.txt"
     f.write_text(letters(2000, seed=3))  # val and test: 200 bytes
-    make_task(TaskConfig(name="mlm", corpus=str(f), length=200))
+    make_task(TaskConfig(name="mlm", corpus=str(f), length=200)).check_data()
     for name, length in (("charlm", 200), ("mlm", 201)):
         with pytest.raises(PelabError, match="task.length"):
-            make_task(TaskConfig(name=name, corpus=str(f), length=length))
+            make_task(TaskConfig(name=name, corpus=str(f), length=length)).check_data()
+
+
+def test_configs_validate_without_reading_data_and_the_study_preflight_reads_it_once(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Validating a RunConfig (which makes the task to learn the model's fields) reads no corpus; the study's
+    pre-flight checks the data once per distinct task and refuses a bad one in one line, before the folder
+    is touched."""
+    from pelab.config import RunConfig
+    from pelab.preflight import check_data
+    from pelab.study.driver import check_study
+    from pelab.study.grid import parse_study
+
+    reads: list[str | None] = []
+    real = T.load_corpus.__wrapped__
+    monkeypatch.setattr(T, "load_corpus", lambda path: reads.append(path) or real(path))
+    short = tmp_path / "short.txt"
+    short.write_text(letters(2000, seed=3))  # test split: 200 bytes
+    cfg = RunConfig(task={"name": "charlm", "corpus": str(short), "length": 500})
+    assert reads == [] and cfg.model.max_len == 500
+    text = f"""
+seeds = [0, 1, 2]
+[task]
+name = "charlm"
+corpus = "{short}"
+length = 500
+[axes]
+"model.d" = [32, 64]
+"""
+    study = parse_study(text)
+    assert len(study.runs) == 6 and reads == []
+    with pytest.raises(PelabError, match=r"^task\.length: 500 needs 501 bytes") as e:
+        check_study(study)
+    assert "\n" not in str(e.value) and reads == [str(short)]
+    ok = parse_study(text.replace("length = 500", "length = 64"))
+    reads.clear()
+    check_data(ok.runs)
+    assert reads == [str(short)]  # six runs, one task: read once
 
 
 # --- batches ---------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Position schemes: one module each, one registry.
 
-Adding a scheme is one new module that subclasses ``PositionScheme`` and is
-decorated with ``@register``, plus its import in ``_MODULES`` below.
+Adding a scheme is one new module that subclasses ``PositionScheme`` (its options, if
+any, declared in its ``Options``: ``PositionConfig`` picks them up) and is decorated
+with ``@register``, plus its import in ``_MODULES`` below.
 """
 
 from __future__ import annotations

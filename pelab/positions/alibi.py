@@ -37,7 +37,7 @@ class ALiBi(PositionScheme):
     description = "per-head linear distance penalty on attention logits (Press et al. 2022)"
     hooks = ("attention: bias",)
 
-    def __init__(self, ctx: SchemeContext, **_: object) -> None:
+    def __init__(self, ctx: SchemeContext) -> None:
         super().__init__(ctx)
         self.register_buffer("slopes", alibi_slopes(ctx.n_heads).to(torch.get_default_dtype()), persistent=False)
 

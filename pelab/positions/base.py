@@ -17,7 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pydantic import Field, ValidationError
 from torch import Tensor, nn
+
+from pelab.errors import PelabError
+from pelab.frozen import Frozen, validation_message
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,22 @@ class SchemeContext:
     grid: tuple[int, int] | None = None
 
 
+class NoOptions(Frozen):
+    """A scheme that reads no options."""
+
+
+#: The wavelength base, read by both sinusoidal and rotary: one declaration, so the two cannot disagree.
+BASE = Field(10000.0, gt=1, description="sinusoidal / rotary wavelength base")
+
+
 class PositionScheme(nn.Module):
-    """Base class: all three hooks are no-ops."""
+    """Base class: all three hooks are no-ops.
+
+    A scheme declares the options it reads in ``Options`` (types, bounds, defaults, help: the one place they
+    are written). ``PositionConfig``, what a study file sets, is assembled from every scheme's ``Options``,
+    and a scheme is built with its own alone. ``check`` holds the invariants that need the model's widths
+    but no tensor, so a config validates without building the scheme.
+    """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -49,10 +67,20 @@ class PositionScheme(nn.Module):
     has_table: ClassVar[bool] = False
     #: Where the scheme acts, for ``pelab list``.
     hooks: ClassVar[tuple[str, ...]] = ()
+    Options: ClassVar[type[Frozen]] = NoOptions
 
     def __init__(self, ctx: SchemeContext, **options: object) -> None:
         super().__init__()
         self.ctx = ctx
+        try:
+            self.opts = self.Options(**options)
+        except ValidationError as e:
+            raise PelabError(validation_message(e)) from None
+        self.check(ctx, self.opts)
+
+    @classmethod
+    def check(cls, ctx: SchemeContext, opts: Frozen) -> None:
+        """Raise a PelabError when these options cannot serve a model of these widths. Builds nothing."""
 
     def table(self, positions: Tensor) -> Tensor | None:
         """(T,) integer positions -> (T, D) vectors, or None."""

@@ -22,7 +22,7 @@ class Learned(PositionScheme):
     has_table = True
     hooks = ("input",)
 
-    def __init__(self, ctx: SchemeContext, **_: object) -> None:
+    def __init__(self, ctx: SchemeContext) -> None:
         super().__init__(ctx)
         self.weight = nn.Parameter(torch.randn(ctx.max_len, ctx.width))
 

@@ -9,11 +9,13 @@ q(m)·k(n) depends on m - n only; this is the "multiply instead of add" idea.
 from __future__ import annotations
 
 import torch
+from pydantic import Field
 from torch import Tensor
 
 from pelab.errors import PelabError
+from pelab.frozen import Frozen
 from pelab.positions import register
-from pelab.positions.base import PositionScheme, SchemeContext
+from pelab.positions.base import BASE, PositionScheme, SchemeContext
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -27,15 +29,26 @@ class Rotary(PositionScheme):
     description = "rotates q and k by position (RoPE); scores depend on relative offset only"
     hooks = ("attention: rotate q, k",)
 
-    def __init__(self, ctx: SchemeContext, rotary_fraction: float = 1.0, base: float = 10000.0, **_: object) -> None:
-        super().__init__(ctx)
-        if not 0.0 < rotary_fraction <= 1.0:
-            raise PelabError(f"rotary_fraction: must be in (0, 1] (got {rotary_fraction})")
-        self.rot_dim = 2 * int(rotary_fraction * ctx.head_dim / 2)
-        if self.rot_dim < 2:
+    class Options(Frozen):
+        rotary_fraction: float = Field(1.0, gt=0, le=1, description="share of each head's channels that rotary turns")
+        base: float = BASE
+
+    @staticmethod
+    def rotated_channels(ctx: SchemeContext, rotary_fraction: float) -> int:
+        return 2 * int(rotary_fraction * ctx.head_dim / 2)
+
+    @classmethod
+    def check(cls, ctx: SchemeContext, opts: Frozen) -> None:
+        fraction = opts.rotary_fraction  # type: ignore[attr-defined]
+        if cls.rotated_channels(ctx, fraction) < 2:
             raise PelabError(
-                f"rotary_fraction: {rotary_fraction} of head width {ctx.head_dim} leaves no channel pair to rotate"
+                f"rotary_fraction: {fraction} of head width {ctx.head_dim} leaves no channel pair to rotate"
             )
+
+    def __init__(self, ctx: SchemeContext, **options: object) -> None:
+        super().__init__(ctx, **options)
+        base = self.opts.base
+        self.rot_dim = self.rotated_channels(ctx, self.opts.rotary_fraction)
         inv = base ** (-torch.arange(0, self.rot_dim, 2, dtype=torch.float64) / self.rot_dim)
         self.register_buffer("inv_freq", inv.to(torch.get_default_dtype()), persistent=False)
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+from pydantic import Field, field_validator
 from torch import Tensor
 
 from pelab.errors import PelabError
+from pelab.frozen import Frozen
 from pelab.positions import register
 from pelab.positions.base import PositionScheme, SchemeContext
 
@@ -70,16 +72,32 @@ class SinCos2D(PositionScheme):
     has_table = True
     hooks = ("input",)
 
-    def __init__(self, ctx: SchemeContext, grid_combine: GridCombine | None = None, **_: object) -> None:
-        super().__init__(ctx)
-        self.combine: GridCombine = grid_combine or "concat"
+    class Options(Frozen):
+        grid_combine: Literal["concat", "add"] | None = Field(
+            None, description="sincos2d: row and column codes concatenated (concat, stored as None: MAE) or added"
+        )
+
+        @field_validator("grid_combine", mode="before")
+        @classmethod
+        def _concat_is_unset(cls, v: object) -> object:
+            # concat is MAE's layout, what sincos2d did before the option existed: stored as unset, so the
+            # same model gets the same run id whether a study names it or not.
+            return None if v == "concat" else v
+
+    @classmethod
+    def check(cls, ctx: SchemeContext, opts: Frozen) -> None:
+        combine = opts.grid_combine or "concat"  # type: ignore[attr-defined]
         if ctx.grid is None:
             raise PelabError("grid: position=sincos2d needs a patch grid (use an image task, or --grid HxW)")
-        if ctx.width % (2 if self.combine == "add" else 4):
+        if ctx.width % (2 if combine == "add" else 4):
             # Name the setting the user chose: a full-width table (add-style combiners) is d wide.
             field = "d" if ctx.width == ctx.reference_width else "d_position"
-            need = "grid_combine=add needs an even width" if self.combine == "add" else "needs a width divisible by 4"
+            need = "grid_combine=add needs an even width" if combine == "add" else "needs a width divisible by 4"
             raise PelabError(f"{field}: sincos2d {need} (got {ctx.width})")
+
+    def __init__(self, ctx: SchemeContext, **options: object) -> None:
+        super().__init__(ctx, **options)
+        self.combine: GridCombine = self.opts.grid_combine or "concat"
         # Empty, but it follows .to() / .double(), so the table comes out in the model's dtype
         # (the default dtype would round a float64 model's table to float32).
         self.register_buffer("_dtype", torch.empty(0), persistent=False)

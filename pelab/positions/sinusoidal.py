@@ -18,13 +18,16 @@ native ``width``-wide encoding whose frequencies span the whole range).
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
+from pydantic import Field
 from torch import Tensor
 
 from pelab.errors import PelabError
+from pelab.frozen import Frozen
 from pelab.positions import register
-from pelab.positions.base import PositionScheme, SchemeContext
+from pelab.positions.base import BASE, PositionScheme, SchemeContext
 
 LAYOUTS = ("paper", "tensor2tensor")
 KEEPS = ("fastest", "slowest", "spread")
@@ -88,26 +91,29 @@ class Sinusoidal(PositionScheme):
     has_table = True
     hooks = ("input",)
 
-    def __init__(
-        self,
-        ctx: SchemeContext,
-        layout: str = "paper",
-        keep: str = "fastest",
-        base: float = 10000.0,
-        min_timescale: float = 1.0,
-        max_timescale: float = 1.0e4,
-        **_: object,
-    ) -> None:
-        super().__init__(ctx)
+    class Options(Frozen):
+        layout: Literal["paper", "tensor2tensor"] = Field("paper", description="sinusoidal channel layout")
+        keep: Literal["fastest", "slowest", "spread"] = Field(
+            "fastest", description="sinusoidal frequencies kept when positions get fewer than d channels"
+        )
+        base: float = BASE
+        min_timescale: float = Field(1.0, gt=0, description="tensor2tensor layout: shortest timescale")
+        max_timescale: float = Field(1.0e4, gt=0, description="tensor2tensor layout: longest timescale")
+
+    @classmethod
+    def check(cls, ctx: SchemeContext, opts: Frozen) -> None:
+        sinusoid_table(torch.arange(1), ctx.width, reference_width=ctx.reference_width, **opts.model_dump())
+
+    def __init__(self, ctx: SchemeContext, **options: object) -> None:
+        super().__init__(ctx, **options)
         # The table is a pure function of the options. Keep it exactly (float64, CPU) for the
         # longest length used so far, and a copy in the model's device and dtype as a
         # non-persistent buffer (checkpoints stay parameter-only). The copy is remade from
         # the exact table whenever the model changes dtype, so .double() gets full precision.
-        self.options = dict(
-            layout=layout, keep=keep, base=base, min_timescale=min_timescale, max_timescale=max_timescale
+        self.table_options = self.opts.model_dump()
+        self._exact = sinusoid_table(
+            torch.arange(1), ctx.width, reference_width=ctx.reference_width, **self.table_options
         )
-        # validate early
-        self._exact = sinusoid_table(torch.arange(1), ctx.width, reference_width=ctx.reference_width, **self.options)
         self.register_buffer("_cache", torch.empty(0, ctx.width), persistent=False)
         self._cache_dtype = self._cache.dtype
 
@@ -118,7 +124,7 @@ class Sinusoidal(PositionScheme):
                 torch.arange(max(need, 2 * self._exact.shape[0])),
                 self.ctx.width,
                 reference_width=self.ctx.reference_width,
-                **self.options,
+                **self.table_options,
             )
         if self._cache.shape[0] != self._exact.shape[0] or self._cache.dtype != self._cache_dtype:
             self._cache = self._exact.to(self._cache.device, self._cache.dtype)

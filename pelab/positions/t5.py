@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
 from pelab.errors import PelabError
+from pelab.frozen import MAX_COUNT, Frozen
 from pelab.positions import register
 from pelab.positions.base import PositionScheme, SchemeContext, relative_offsets
 
@@ -47,14 +49,24 @@ class T5Bias(PositionScheme):
     description = "learned bias per bucketed relative offset and head, shared by layers (T5)"
     hooks = ("attention: bias",)
 
-    def __init__(self, ctx: SchemeContext, t5_buckets: int = 32, t5_max_distance: int = 128, **_: object) -> None:
-        super().__init__(ctx)
-        if t5_buckets < 4 or t5_max_distance <= t5_buckets // 4:
+    class Options(Frozen):
+        t5_buckets: int = Field(32, ge=4, le=2**16, description="T5 relative-position buckets")
+        t5_max_distance: int = Field(
+            128, ge=2, le=MAX_COUNT, description="T5: offsets beyond this share the last bucket"
+        )
+
+    @classmethod
+    def check(cls, ctx: SchemeContext, opts: Frozen) -> None:
+        buckets, distance = opts.t5_buckets, opts.t5_max_distance  # type: ignore[attr-defined]
+        if distance <= buckets // 4:
             raise PelabError(
-                "t5_buckets: need at least 4 buckets and max_distance > buckets/4 "
-                f"(got {t5_buckets}, {t5_max_distance})"
+                f"t5_buckets: need at least 4 buckets and max_distance > buckets/4 (got {buckets}, {distance})"
             )
-        self.buckets, self.max_distance = t5_buckets, t5_max_distance
+
+    def __init__(self, ctx: SchemeContext, **options: object) -> None:
+        super().__init__(ctx, **options)
+        t5_buckets = self.opts.t5_buckets
+        self.buckets, self.max_distance = t5_buckets, self.opts.t5_max_distance
         self.weight = nn.Parameter(torch.randn(t5_buckets, ctx.n_heads) * 0.02)
 
     def bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:

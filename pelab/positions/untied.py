@@ -26,7 +26,7 @@ class Untied(PositionScheme):
     description = "TUPE-style: position-position logit term from its own table and projections, no cross terms"
     hooks = ("attention: bias",)
 
-    def __init__(self, ctx: SchemeContext, **_: object) -> None:
+    def __init__(self, ctx: SchemeContext) -> None:
         super().__init__(ctx)
         d = ctx.model_width
         self.weight = nn.Parameter(torch.randn(ctx.max_len, d))

@@ -385,7 +385,7 @@ def shrink_evidence(name: str, cs: list[Comparison], floor: float) -> Evidence:
             return sign * ((a[s] - b[s]) / b[s] if m.relative else a[s] - b[s])
 
         diffs = [penalty(arms[0], arms[1], s) - penalty(arms[2], arms[3], s) for s in seeds]
-        bound = m.at_bound([v for a in arms for v in a.values()])
+        bound = m.arms_at_bound(*([a[s] for s in seeds] for a in arms))
         info = f"all four arms at the {bound} of {m.label}" if bound else None
         tests.append(from_diffs(_flip(m), diffs, info))
     a = Side(
@@ -874,7 +874,7 @@ def c11(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                         "yes" if x["determined"] else "no (any table fits)",
                     ]
                 )
-    pre = ctx.analyses.get("pretrained")
+    pre = ctx.prefetched("pretrained")
     if pre and "linearity" in pre:
         for x in pre["linearity"].get("minilm", []):
             rows.append(

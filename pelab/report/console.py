@@ -12,7 +12,7 @@ from rich.table import Table
 from pelab.config import RunConfig
 from pelab.errors import PelabError
 from pelab.files import write_atomic
-from pelab.records import RunResult
+from pelab.records import RunResult, sizes_in
 from pelab.report.verdicts import VERDICT_GLYPH, VERDICT_STYLE
 
 
@@ -71,7 +71,7 @@ def results_table(
         allowed = sorted(c[2:] for c in frame.columns if c.startswith("m."))
         raise PelabError(f"metric: unknown value {main!r}; allowed: {', '.join(allowed)}")
     # Accuracy at each evaluated size, smallest first, leaving out the one that repeats `acc`.
-    extra = sorted((c[2:] for c in frame.columns if c.startswith("m.acc_at_")), key=lambda c: int(c.split("_")[-1]))
+    extra = [c[2:] for _, c in sizes_in(frame.columns)]
     extra = [e for e in extra if not (main == "acc" and frame[f"m.{e}"].equals(frame["m.acc"]))]
     metrics = [main, *extra]
     table = summarize(frame, keys, metrics)

@@ -53,7 +53,14 @@ class Task:
         self.validate()
 
     def validate(self) -> None:
-        """Raise a PelabError when the config cannot make this task."""
+        """Raise a PelabError when the config alone cannot make this task. Cheap and reads no data: it runs
+        whenever a task is made, so whenever a RunConfig validates."""
+
+    def check_data(self) -> None:
+        """Raise a PelabError when the data this config reads cannot serve it (a corpus too short, too few
+        paragraphs). It reads the data, so it runs where the data is about to be used: once per distinct task
+        in a study's or ``pelab run``'s pre-flight (``pelab.preflight.check_data``), and in the worker before
+        it trains; never while a config validates."""
 
     # --- sizes ---------------------------------------------------------------------
     @property

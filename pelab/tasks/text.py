@@ -174,7 +174,7 @@ class TextTask(Task):
         """Bytes of text one example reads."""
         return n
 
-    def validate(self) -> None:
+    def check_data(self) -> None:
         corpus = load_corpus(self.cfg.corpus)
         for s in SPLITS:
             if len(getattr(corpus, s)) < self.span(self.n):

@@ -21,8 +21,8 @@ Training draws paragraphs at random; evaluation reads every held-out paragraph
 once forwards and once reversed, so it is the same, balanced set for every run.
 
 Tokenising the default corpus takes seconds, and every run of a study is a fresh
-process that validates its config (which reads the streams) before it trains, so the
-streams are also kept on disk (``cache_dir``), keyed by the corpus (for the default
+process that checks its data (``check_data``, which reads the streams) before it trains, so
+the streams are also kept on disk (``cache_dir``), keyed by the corpus (for the default
 one: the interpreter's standard library and version; for a named one: its files'
 sizes and times), the tokenizer file and this module's and ``text``'s source: any
 change to what makes the streams makes new ones.
@@ -204,6 +204,8 @@ class WordOrder(Task):
     def validate(self) -> None:
         if self.cfg.length < 2:
             raise PelabError(f"task.length: wordorder needs at least 2 word pieces to reverse (got {self.cfg.length})")
+
+    def check_data(self) -> None:
         for split in STREAMS:
             found = len(self.starts(split, self.max_n))
             if found < MIN_PARAGRAPHS:

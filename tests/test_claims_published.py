@@ -162,3 +162,19 @@ def test_kazemnejad_outcome_reads_kendalls_tau_on_every_task() -> None:
     assert kazemnejad_outcome([up, down])[0] == UNTESTED
     assert kazemnejad_outcome([few])[0] == UNTESTED
     assert "τ = +0.60" in kazemnejad_outcome([up])[1]
+
+
+def test_a_row_beside_its_anchor_is_not_counted_as_a_published_result() -> None:
+    """Haviv et al. compared NoPE with learned positions: that row is the anchor; C18's comparison against the
+    best scheme run here is shown beside it and must not count the same paper twice (nor stand in for it)."""
+    from pelab.report.claims_published import AGREE, BESIDE, DISAGREE, tally
+
+    rows = [
+        ["Haviv et al. 2022 (causal)", "", "", AGREE, ""],
+        [f"Haviv et al. 2022 (causal), {BESIDE}", "", "", DISAGREE, ""],
+        ["Vaswani et al. 2017", "", "", DISAGREE, ""],
+        ["Kazemnejad et al. 2023", "", "", CONSISTENT, ""],
+        ["Wang & Chen 2020", "", "", UNTESTED, ""],
+    ]
+    agree, disagree, counted = tally(rows)
+    assert (agree, disagree, len(counted)) == (2, 1, 4)

@@ -58,7 +58,10 @@ def folders(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def reported(folders, tmp_path_factory) -> tuple[Path, dict]:
     """The tiny study run and reported, MiniLM's measurement left out (as where it is not installed)."""
+    import functools
+
     from pelab.report import build
+    from pelab.report.claims import report_pool
     from pelab.study.driver import run_study
 
     out = tmp_path_factory.mktemp("study") / "out"
@@ -67,6 +70,7 @@ def reported(folders, tmp_path_factory) -> tuple[Path, dict]:
     run_study(load_study(f), out, workers=1, quiet=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("pelab.pretrained.report.load_or_measure", lambda folder: None)
+        mp.setattr(build, "report_pool", functools.partial(report_pool, 1))  # in this process, where it is patched
         _, _, claims = build.build_report(out)
     return out, {c.id: c for c in claims}
 

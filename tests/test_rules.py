@@ -137,6 +137,18 @@ def test_loss_floor_falls_back_to_learning_speed() -> None:
     assert f2.rows[0].test.metric is LOSS and f2.verdict == NOT_SUPPORTED
 
 
+def test_loss_floor_is_judged_on_each_arms_mean() -> None:
+    # Two solved arms whose means sit below 0.01 nats, one seed a hair above: still the floor (the quick report
+    # once read 0.0090 against 0.0105 as "-14%"). An arm whose mean is above the floor makes the loss inform.
+    a = arm("a", [1.0] * 5, [0.0080, 0.0103, 0.0085, 0.0090, 0.0092], [0.90] * 5)
+    b = arm("b", [1.0] * 5, [0.0098, 0.0101, 0.0099, 0.0097, 0.0096], [0.80, 0.82, 0.81, 0.79, 0.80])
+    assert paired_test(comp(a, b), LOSS).info == f"both arms at the floor of {LOSS.label}"
+    above = arm("b", [1.0] * 5, [0.0105, 0.0110, 0.0102, 0.0108, 0.0104])
+    assert paired_test(comp(a, above), LOSS).info is None
+    # Accuracy's ceiling is the end of its range: every seed must sit there, as before.
+    assert paired_test(comp(arm("a", [1.0, 1.0, 0.99]), arm("b", [1.0] * 3)), ACC).info is None
+
+
 def test_ceiling_everywhere_is_no_information() -> None:
     a, b = arm("a", [1.0] * 3), arm("b", [1.0] * 3)
     f = family([comp(a, b)], ["acc"], FLOOR, MARGIN)

@@ -149,7 +149,7 @@ def c9(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
 )
 def c16(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     r.verdict = REPORTED
-    numbers = ctx.analyses.get("pretrained")
+    numbers = ctx.prefetched("pretrained")
     side = _side_by_side(ctx, r, numbers)
     if numbers is None and side is None:
         return _missing(r, "MiniLM is not installed: pip install 'pelab[pretrained]' and rebuild the report")

@@ -12,6 +12,7 @@ import math
 
 import pandas as pd
 
+from pelab.records import sizes_in
 from pelab.report.claims import (
     CHAIN,
     ClaimResult,
@@ -466,13 +467,11 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     rows, below, tops, decoders = [], [], [], set()
     for task in _tasks(frame):
         sub = frame[frame["task.name"] == task]
-        cols = sorted(
-            (c for c in sub.columns if c.startswith("m.acc_at_") and sub[c].notna().any()),
-            key=lambda c: int(c.rsplit("_", 1)[1]),
-        )
-        if len(cols) < 2:
+        sized = [(n, c) for n, c in sizes_in(sub.columns) if sub[c].notna().any()]
+        if len(sized) < 2:
             continue
-        n = int(cols[0].rsplit("_", 1)[1])
+        n, longer_sizes = sized[0][0], [m for m, _ in sized[1:]]
+        cols = [c for _, c in sized]
         longer = cols[1:]
         kind = str(sub["model.kind"].iloc[0]) if "model.kind" in sub else "encoder"
         keys = ARM + (["model.d"] if sub["model.d"].nunique() > 1 else [])
@@ -491,8 +490,8 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             )
         ranked = rule_c17(arms, ctx.floor)
         entered_labels = {a["label"] for a in ranked}
-        shares = [seen_share(ctx, task, n, int(c.rsplit("_", 1)[1])) for c in longer]
-        sizes = [c.rsplit("_", 1)[1] for c in longer]
+        shares = [seen_share(ctx, task, n, m) for m in longer_sizes]
+        sizes = [str(m) for m in longer_sizes]
         for a in ranked:
             rows.append(
                 [

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats as st
 
+from pelab.records import sizes_in
 from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
 ALPHA = 0.05
@@ -62,6 +63,16 @@ class Metric:
     tolerance: float
     #: margin and differences relative to the baseline arm's value, (A − B) / B
     relative: bool = False
+    #: whether each arm's mean (not every seed) decides that the arms sit at a bound: for a bound that is a
+    #: judgement (the loss floor) rather than the end of the range, one seed a hair past it must not turn two
+    #: solved arms' difference into evidence
+    bound_by_mean: bool = False
+
+    def arms_at_bound(self, *arms: Sequence[float]) -> str | None:
+        """``at_bound`` over arms: their every value, or (``bound_by_mean``) each arm's mean."""
+        if self.bound_by_mean:
+            return self.at_bound([float(np.mean(a)) for a in arms if len(a)])
+        return self.at_bound([v for a in arms for v in a])
 
     def at_bound(self, values: Iterable[float]) -> str | None:
         """'ceiling' or 'floor' (the top or bottom of the range, whichever way is better) when every value
@@ -102,7 +113,7 @@ SHARE = Metric("share", "cross-term share of logit variance", True, (0.0, 1.0), 
 #: depends on the step budget and the learning rate more than on the encoding, so it is no information, and
 #: the claim falls back to how fast the arms learned (``AUC``).
 LOSS_FLOOR = 0.01
-LOSS = Metric("loss", "held-out loss", False, (0.0, math.inf), tolerance=LOSS_FLOOR, relative=True)
+LOSS = Metric("loss", "held-out loss", False, (0.0, math.inf), tolerance=LOSS_FLOOR, relative=True, bound_by_mean=True)
 #: Language models' held-out loss in bits per byte (loss / ln 2: relative differences equal the loss's).
 BPB = Metric("bpb", "bits per byte", False, (0.0, math.inf), tolerance=1e-4, relative=True)
 #: Area under the learning curve (training accuracy on fresh draws, as a share of the run): how fast an arm
@@ -116,8 +127,10 @@ def metric(key: str) -> Metric:
     """A registered metric, or one built for ``acc_at_N`` (accuracy at another size)."""
     if key in METRICS:
         return METRICS[key]
-    if key.startswith("acc_at_"):
-        return Metric(key, f"accuracy at n={key.rsplit('_', 1)[1]}", True, (0.0, 1.0), tolerance=1e-3)
+    sized = sizes_in([key])
+    if sized or key == "acc_at_N":  # acc_at_N: the family, as a claim names it
+        n = sized[0][0] if sized else "N"
+        return Metric(key, f"accuracy at n={n}", True, (0.0, 1.0), tolerance=1e-3)
     raise KeyError(f"unknown metric {key!r}; known: {', '.join(METRICS)}")
 
 
@@ -241,7 +254,7 @@ def paired_test(c: Comparison, m: Metric) -> Test:
         diffs = tuple(a[s] - b[s] for s in seeds)
     if len(diffs) < 2:
         return Test(m, diffs, info=f"fewer than 2 paired seeds ({len(diffs)})")
-    bound = m.at_bound([a[s] for s in seeds] + [b[s] for s in seeds])
+    bound = m.arms_at_bound([a[s] for s in seeds], [b[s] for s in seeds])
     if bound:
         return Test(m, diffs, info=f"both arms at the {bound} of {m.label}")
     if float(np.std(diffs)) <= 1e-12 * max(1.0, abs(float(np.mean(diffs)))):

@@ -256,9 +256,10 @@ def run(
     autocast(precision, where)  # a bad device, or bf16 where it is missing: the user's mistake
     if threads is not None and threads < 1:
         raise PelabError(f"threads: must be at least 1 (got {threads})")
-    from pelab.preflight import check_fits, machine_bytes
+    from pelab.preflight import check_data, check_fits, machine_bytes
 
     check_fits([cfg], machine_bytes(str(where)), f"this machine ({'GPU' if where.type == 'cuda' else 'RAM'})")
+    check_data([cfg])
     with console.status(f"training {cfg.run_id} ({steps} steps)") as status:
         result = train_run(
             cfg,
@@ -308,6 +309,13 @@ def study(
     ] = 3,
     checkpoints: Annotated[bool, typer.Option(help="keep each model's weights (safetensors) for the analyses")] = True,
     report: Annotated[bool, typer.Option(help="write report.html and report.md when the runs are done")] = True,
+    runs_per_gpu: Annotated[
+        int | None,
+        typer.Option(
+            help="on GPUs: runs sharing each GPU at once (default: as many as fit its memory, at most 8 and one "
+            "per core; with Ray, 1)"
+        ),
+    ] = None,
 ) -> None:
     """Run a study (default: the quick preset) and write its report. Resumable: rerun to finish."""
     from pelab.device import check_device_name, resolve_device
@@ -325,7 +333,7 @@ def study(
     command = "pelab " + " ".join(sys.argv[1:]) if sys.argv[1:] else "pelab study"
     # Every check before the folder is touched; then one lock over the runs and the report, so a second
     # driver cannot write this folder's report while this one does.
-    check_study(spec, workers, threads, device, backend, address, retries)
+    check_study(spec, workers, threads, device, backend, address, retries, runs_per_gpu)
     if (out / DB_NAME).exists():  # a damaged or foreign database is refused before the lock file is made
         Store(out, create=False).close()
     with StudyLock(out):
@@ -342,6 +350,7 @@ def study(
             console=console,
             command=command,
             locked=True,
+            runs_per_gpu=runs_per_gpu,
         )
         console.print(
             f"{outcome.ran} run(s) in {outcome.seconds:.1f}s ({outcome.skipped} already stored, "
@@ -386,6 +395,9 @@ def report_cmd(out: Annotated[Path, typer.Argument(help="study folder")]) -> Non
         raise PelabError(f"out: {out} holds no pelab study (no {DB_NAME})")
     Store(out, create=False).close()  # a damaged or foreign database is refused before the lock file is made
     with StudyLock(out):  # not while a study (or another report) writes this folder
+        from pelab.study.folder import StudyFolder
+
+        StudyFolder(out).remove_leftovers()  # temp files of a report cut short (Ctrl-C, kill -9)
         _report(out)
 
 
@@ -491,7 +503,9 @@ def pretrained(
 
     budget = None if skip_c9 or BUILTIN not in names else Budget(seeds=seeds, steps=steps, corpus=corpus)
     if budget is not None:  # a bad corpus is the user's mistake: say so before the analyses
-        parse_study(study_text(budget))
+        from pelab.preflight import check_data
+
+        check_data(parse_study(study_text(budget)).runs)
     numbers, files, lines = None, [], []
     if BUILTIN in names:
         numbers, files = run_pretrained(out, budget, console)

@@ -125,3 +125,45 @@ def check_fits(runs: list[RunConfig], budget: int, where: str = "this machine") 
         f"{key}: {which} more memory than {where} has ({gib(budget)}): the largest about {gib(est.bytes)} "
         f"({est.params:,} parameters; batch {est.batch} x {est.positions} positions); lower {key}"
     )
+
+
+def check_data(runs: list[RunConfig]) -> None:
+    """Refuse, in one line, a task whose data cannot serve it (a corpus too short for the length, too few
+    paragraphs): once per distinct task, since it reads the data. Configs validate without reading any."""
+    from pelab.tasks import make_task
+
+    seen: set[str] = set()
+    for r in runs:
+        key = r.task.digest()
+        if key not in seen:
+            seen.add(key)
+            make_task(r.task).check_data()
+
+
+#: Memory a CUDA process holds before it allocates a tensor (its context and kernels), counted once per run.
+CUDA_CONTEXT_BYTES = 600 * 2**20
+#: Past a handful of small runs at once, a GPU's scheduler rather than its memory is what they share.
+MAX_RUNS_PER_GPU = 8
+
+
+def gpu_bytes_per_run(runs: list[RunConfig]) -> int:
+    """What one run may hold on a GPU: the largest run's estimate plus a CUDA context."""
+    return max((estimate(r).bytes for r in runs), default=0) + CUDA_CONTEXT_BYTES
+
+
+def runs_per_gpu(runs: list[RunConfig], gpu_bytes: int, cpus_per_gpu: int) -> int:
+    """How many runs share one GPU by default: as many as fit in 80% of its memory (the largest run's
+    estimate plus a CUDA context each), at most one per CPU core left to that GPU (each run's Python
+    dispatches its kernels) and at most MAX_RUNS_PER_GPU; never fewer than one."""
+    fit = int(0.8 * gpu_bytes) // gpu_bytes_per_run(runs)
+    return max(1, min(fit, cpus_per_gpu, MAX_RUNS_PER_GPU))
+
+
+def check_gpu_share(runs: list[RunConfig], runs_per_gpu: int, gpu_bytes: int) -> None:
+    """Refuse, in one line, a ``--runs-per-gpu`` whose runs cannot fit on one GPU together (each alone may)."""
+    each = gpu_bytes_per_run(runs)
+    if runs_per_gpu * each > gpu_bytes:
+        raise PelabError(
+            f"runs_per_gpu: {runs_per_gpu} runs of about {gib(each)} each (the largest, with a CUDA context) need "
+            f"{gib(runs_per_gpu * each)}, more than the GPU's {gib(gpu_bytes)}; lower runs_per_gpu or leave it out"
+        )

@@ -59,3 +59,37 @@ def test_a_run_trains_on_cuda_and_learns_like_on_cpu(task: str) -> None:
     assert on_gpu.params == on_cpu.params and on_gpu.flops_per_token == on_cpu.flops_per_token
     # Different kernels, same data and seeds: the two should land close, not bit-identical.
     assert abs(on_gpu.metrics["acc"] - on_cpu.metrics["acc"]) < 0.1, (on_gpu.metrics, on_cpu.metrics)
+
+
+def test_several_runs_per_gpu_give_the_results_of_one_at_a_time(tmp_path) -> None:
+    """--runs-per-gpu: 6 runs, 3 sharing the GPU at once, against the same runs one at a time: every run done
+    on a GPU, and the same numbers (each run is its own process, seeded alike)."""
+    import json
+    import sqlite3
+
+    from pelab.study.driver import run_study
+    from pelab.study.grid import parse_study
+
+    text = """
+seeds = [0, 1, 2]
+[task]
+name = "reverse"
+length = 8
+[model]
+d = 32
+[train]
+steps = 60
+[axes]
+"model.position.scheme" = ["learned", "sinusoidal"]
+"""
+    study = parse_study(text)
+    metrics = {}
+    for rpg in (1, 3):
+        out = tmp_path / f"rpg{rpg}"
+        outcome = run_study(study, out, device="cuda", runs_per_gpu=rpg, quiet=True)
+        assert outcome.ran == 6 and outcome.failed == 0
+        rows = sqlite3.connect(out / "results.sqlite").execute("select run_id, device, metrics from runs").fetchall()
+        assert all(d.startswith("cuda") for _, d, _ in rows)
+        metrics[rpg] = {r: json.loads(m) for r, _, m in rows}
+    for run_id, m in metrics[1].items():
+        assert m["loss"] == pytest.approx(metrics[3][run_id]["loss"], rel=1e-4), run_id

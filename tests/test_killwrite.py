@@ -51,7 +51,10 @@ def rows(out: Path) -> dict[str, tuple[str, str]]:
 
 
 def files(out: Path) -> set[str]:
-    return {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != "study.lock"}
+    """The folder's files, less the lock and SQLite's -wal/-shm (present while any connection is open, this
+    test's included, so they say nothing about the study)."""
+    skip = ("study.lock", "results.sqlite-wal", "results.sqlite-shm")
+    return {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name not in skip}
 
 
 def leftovers(out: Path) -> list[str]:

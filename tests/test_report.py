@@ -178,3 +178,24 @@ def test_measures_on_worker_processes_match_one_process(
     assert json.dumps([c["rows"] for c in alone], sort_keys=True) == json.dumps(
         [c["rows"] for c in pooled], sort_keys=True
     )
+
+
+def test_a_prefetched_analysis_that_failed_raises_at_every_read() -> None:
+    """A job on the report's pool that fails must not read as "nothing to say" (C16 would say MiniLM is not
+    installed): its error comes back at every read, and a job that worked is read once and kept."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pelab.report.claims import ReportContext
+
+    def broken() -> None:
+        raise RuntimeError("worker died")
+
+    with ThreadPoolExecutor(1) as pool:
+        ctx = ReportContext(folder=Path("."), study=None, rows=[], frame=None, pool=pool)  # type: ignore[arg-type]
+        ctx.prefetch("broken", broken)
+        ctx.prefetch("fine", lambda x: {"x": x}, 3)
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match="worker died"):
+                ctx.prefetched("broken")
+        assert ctx.prefetched("fine") == {"x": 3} and ctx.prefetched("fine") == {"x": 3}
+        assert ctx.prefetched("never started") is None

@@ -18,7 +18,7 @@ import math
 import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from pelab import forkserver
 from pelab.report.rules import ACC, Family, Row, Side, metric
 from pelab.report.verdicts import NO_INFO, TOO_SMALL
 from pelab.study.folder import StudyFolder
@@ -147,9 +148,15 @@ def measure_job(folder: str, name: str, run_id: str, at_init: bool) -> dict[str,
     return MEASURES[name](inputs)
 
 
-def _one_thread() -> None:
+def _worker_init() -> None:
+    """Each report worker: torch on one thread, and Ctrl-C (which a terminal sends to the whole group) ends it
+    at once and quietly: the driver alone says "interrupted" and exits 130. A write it was making is left as a
+    temp file, never as a part of its target, and the next report removes it."""
+    import signal
+
     import torch
 
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
     torch.set_num_threads(1)
 
 
@@ -161,9 +168,16 @@ def report_pool(workers: int | None = None) -> Iterator[Executor | None]:
     if n < 2:
         yield None
         return
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("forkserver"), initializer=_one_thread)
+    before = set(mp.active_children())
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=forkserver.context(), initializer=_worker_init)
     try:
         yield pool
+    except BaseException:
+        # Interrupted: a worker still starting when Ctrl-C came ignored it (pelab.forkserver) and would go on
+        # to measure; end every worker this pool started rather than wait for them.
+        for child in set(mp.active_children()) - before:
+            child.kill()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -182,6 +196,25 @@ class ReportContext:
     rate_choices: list[Any] = field(default_factory=list)
     #: worker processes for ``measure_many`` (``report_pool``); None measures in this process
     pool: Executor | None = None
+    #: analyses started on ``pool`` beside the claims (``prefetch``), by name, until first read
+    pending: dict[str, Future] = field(default_factory=dict)
+
+    def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
+        """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and
+        while this process waits on their measures); without a pool it runs here, at once."""
+        if self.pool is None:
+            self.analyses[name] = job(*args)
+        else:
+            self.pending[name] = self.pool.submit(job, *args)
+
+    def prefetched(self, name: str) -> Any:
+        """A prefetched analysis, waited for on first read; None when none was started. A job that failed
+        raises its error at every read, so no reader mistakes a failure for an analysis that had nothing to
+        say (C16 would tell the user MiniLM is not installed)."""
+        if name in self.pending:
+            self.analyses[name] = self.pending[name].result()  # a failed job raises here, at every read
+            del self.pending[name]
+        return self.analyses.get(name)
 
     @property
     def figures(self) -> Path:

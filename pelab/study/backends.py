@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
+from pelab import forkserver
 from pelab.config import RunConfig
 from pelab.records import RunResult
 from pelab.study.folder import checkpoint_file
@@ -30,6 +31,14 @@ OnResult = Callable[[RunConfig, RunResult], None]
 def default_threads(workers: int) -> int:
     """Threads per worker so that workers x threads fits the cores."""
     return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def device_slots(device: str, gpus: int, runs_per_gpu: int) -> list[str]:
+    """The device of each local worker on CUDA: ``runs_per_gpu`` per GPU, the GPUs in turn (cuda:0, cuda:1, ...,
+    cuda:0, ...) so the first runs spread over every GPU; a ``cuda:N`` the user named gets them all."""
+    if device.startswith("cuda:"):
+        return [device] * runs_per_gpu
+    return [f"cuda:{i}" for _ in range(runs_per_gpu) for i in range(gpus)]
 
 
 def _watch_lifeline(lifeline: Connection) -> None:
@@ -64,17 +73,7 @@ class _Running:
     process: mp.process.BaseProcess
     results: Connection
     lifeline: Connection
-
-
-#: Imported once by the forkserver, so that no run pays for them. torch._dynamo is imported lazily
-#: by the first optimizer a process builds and costs about 2 s: more than a small run's training.
-PRELOAD = ["pelab.train", "torch._dynamo"]
-
-
-def _context() -> mp.context.BaseContext:
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
-    return ctx
+    device: str
 
 
 def run_local(
@@ -84,34 +83,41 @@ def run_local(
     threads: int | None = None,
     device: str = "auto",
     checkpoint_dir: str | Path | None = None,
+    devices: list[str] | None = None,
 ) -> None:
-    """Run every config, ``workers`` at a time, calling ``on_result`` in this process as each ends."""
-    ctx = _context()
-    threads = threads or default_threads(workers)
+    """Run every config, ``workers`` at a time, calling ``on_result`` in this process as each ends.
+
+    ``devices``: one device per worker slot (``device_slots``: several runs per GPU); a run takes a free slot's
+    device and gives it back when it ends. Without it every run gets ``device``."""
+    ctx = forkserver.context()
+    free = list(devices) if devices else [device] * workers
+    threads = threads or default_threads(len(free))
     pending = list(runs)
     running: list[_Running] = []
     try:
         while pending or running:
-            while pending and len(running) < workers:
+            while pending and free:
                 cfg = pending.pop(0)
+                slot = free.pop(0)
                 res_r, res_w = ctx.Pipe(duplex=False)
                 life_r, life_w = ctx.Pipe(duplex=False)
                 ckpt = str(checkpoint_file(checkpoint_dir, cfg.run_id)) if checkpoint_dir else None
                 p = ctx.Process(
                     target=_worker,
-                    args=(cfg.model_dump_json(), device, threads, ckpt, res_w, life_r),
+                    args=(cfg.model_dump_json(), slot, threads, ckpt, res_w, life_r),
                     name=f"pelab-run-{cfg.run_id}",
                     daemon=True,
                 )
                 p.start()
                 res_w.close()
                 life_r.close()
-                running.append(_Running(cfg, p, res_r, life_w))
+                running.append(_Running(cfg, p, res_r, life_w, slot))
             wait([r.results for r in running] + [r.process.sentinel for r in running], timeout=5.0)
             for r in list(running):
                 result = _collect(r)
                 if result is not None:
                     running.remove(r)
+                    free.append(r.device)
                     r.process.join(timeout=5)
                     r.results.close()
                     r.lifeline.close()

@@ -16,9 +16,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
-from pelab.preflight import check_fits, machine_bytes
+from pelab.preflight import check_data, check_fits, check_gpu_share, machine_bytes
+from pelab.preflight import runs_per_gpu as default_runs_per_gpu
 from pelab.records import RunResult
-from pelab.study.backends import OnResult, default_threads, run_local
+from pelab.study.backends import OnResult, default_threads, device_slots, run_local
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
@@ -58,9 +59,10 @@ def check_study(
     backend: str = "local",
     address: str | None = None,
     retries: int = DEFAULT_RETRIES,
+    runs_per_gpu: int | None = None,
 ) -> None:
-    """Everything that can be refused before the study folder is touched: the options, and whether the
-    largest run fits in memory (``pelab.preflight``)."""
+    """Everything that can be refused before the study folder is touched: the options, whether each task's
+    data can serve it, and whether the largest run fits in memory (``pelab.preflight``)."""
     if backend not in BACKENDS:
         raise PelabError(f"backend: unknown value {backend!r}; allowed: {', '.join(BACKENDS)}")
     if workers is not None and workers < 1:
@@ -69,6 +71,10 @@ def check_study(
         raise PelabError(f"threads: must be at least 1 (got {threads})")
     if retries < 0:
         raise PelabError(f"retries: must be 0 or more (got {retries})")
+    if runs_per_gpu is not None and runs_per_gpu < 1:
+        raise PelabError(f"runs_per_gpu: must be at least 1 (got {runs_per_gpu})")
+    if runs_per_gpu is not None and device == "cpu":
+        raise PelabError("runs_per_gpu: only used with a GPU (device=cpu); leave it out or use --device cuda")
     if address is not None and backend != "ray":
         raise PelabError("address: only used with --backend ray")
     if backend == "ray":
@@ -80,6 +86,7 @@ def check_study(
     else:
         budget, where = RAY_NODE_BYTES, "a Ray node is assumed to have"
     check_fits(study.runs, budget, where)
+    check_data(study.runs)
 
 
 #: Memory assumed for one node of a Ray cluster (not this machine) when sizing runs before they are sent.
@@ -100,12 +107,13 @@ def run_study(
     address: str | None = None,
     retries: int = DEFAULT_RETRIES,
     locked: bool = False,
+    runs_per_gpu: int | None = None,
 ) -> StudyOutcome:
     """Run a study's pending runs on a backend; ``workers`` defaults to one per core (local) or the cluster (Ray).
 
     ``locked``: the caller already holds ``StudyLock(out)`` (``pelab study`` holds it through the report too).
     """
-    check_study(study, workers, threads, device, backend, address, retries)
+    check_study(study, workers, threads, device, backend, address, retries, runs_per_gpu)
     out = Path(out)
     console = console or Console()
     with nullcontext() if locked else StudyLock(out), Store(out) as store:
@@ -122,7 +130,7 @@ def run_study(
             ckpt_dir.mkdir(exist_ok=True)
         counts = {"failed": 0, "diverged": 0}
         start = time.perf_counter()
-        chosen = _backend(backend, address, workers, threads, device, ckpt_dir, retries, bool(pending))
+        chosen = _backend(backend, address, workers, threads, device, ckpt_dir, retries, pending, runs_per_gpu)
         with chosen as (where, execute):
             if not quiet:
                 console.print(
@@ -169,16 +177,29 @@ def _backend(
     device: str,
     checkpoint_dir: Path | None,
     retries: int,
-    needed: bool,
+    pending: list[RunConfig],
+    runs_per_gpu: int | None = None,
 ) -> Iterator[tuple[str, Execute]]:
     """Where the runs will go (in words, for the opening line) and the function that sends them there."""
     if backend == "local":
+        slots = _gpu_slots(device, pending, runs_per_gpu, workers)
+        if slots:
+            threads = threads or 1
+            gpus = len(set(slots))
+            most = max(slots.count(s) for s in set(slots))
+            where = (
+                f"{gpus} GPU(s), up to {most} run(s) at a time on each "
+                f"({len(slots)} local worker(s) x {threads} thread(s))"
+            )
+            run = partial(run_local, threads=threads, device=device, checkpoint_dir=checkpoint_dir, devices=slots)
+            yield where, run
+            return
         workers = workers or os.cpu_count() or 1
         threads = threads or default_threads(workers)
         where = f"{workers} local worker(s) x {threads} thread(s)"
         yield where, partial(run_local, workers=workers, threads=threads, device=device, checkpoint_dir=checkpoint_dir)
         return
-    if not needed:  # nothing to run: no reason to start or join a cluster
+    if not pending:  # nothing to run: no reason to start or join a cluster
         yield "Ray (nothing to do)", lambda runs, on_result: None
         return
     threads = threads or 1
@@ -197,8 +218,30 @@ def _backend(
                 device=device,
                 checkpoint_dir=checkpoint_dir,
                 retries=retries,
+                runs_per_gpu=runs_per_gpu or 1,
             ),
         )
+
+
+def _gpu_slots(
+    device: str, pending: list[RunConfig], runs_per_gpu: int | None, workers: int | None
+) -> list[str] | None:
+    """Each local worker's GPU when the runs go to CUDA (several runs per GPU: a small model uses a sliver of
+    one), else None. ``runs_per_gpu`` defaults to what fits (``preflight.runs_per_gpu``); ``workers``, when
+    given, caps the runs in flight over all GPUs."""
+    import torch
+
+    if not (device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())):
+        return None
+    gpus = 1 if device.startswith("cuda:") else max(1, torch.cuda.device_count())
+    first = device if device.startswith("cuda:") else "cuda:0"
+    if runs_per_gpu is None:
+        cpus = max(1, (os.cpu_count() or 1) // gpus)
+        runs_per_gpu = default_runs_per_gpu(pending, machine_bytes(first), cpus)
+    else:
+        check_gpu_share(pending, runs_per_gpu, machine_bytes(first))
+    slots = device_slots(first if device.startswith("cuda:") else "cuda", gpus, runs_per_gpu)
+    return slots[:workers] if workers else slots
 
 
 def _progress(console: Console, quiet: bool) -> Progress:

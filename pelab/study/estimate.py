@@ -1,10 +1,12 @@
 """How long a study will take, said before it starts, from each run's size alone.
 
 A run's seconds on one CPU core are modelled as start-up + steps x (a fixed per-step cost + a cost per
-training token + a cost per training FLOP), with the four constants fitted by least squares to the 174
-runs of the quick preset on the 2-core machine pelab is developed on (AVX-512, PyTorch's CPU build): the
-fit is within 15% on every task of that study. Other machines differ; the estimate says so, and a GPU is
-much faster for the larger presets. Evaluation is folded into the per-run constant.
+training token + a cost per training FLOP), with the four constants fitted by least squares to the 189
+runs of the quick preset in a fresh-clone main job on a quiet 2-core machine of the kind pelab is developed
+on (AVX-512, PyTorch's CPU build; 2026-11-23): the fit is within 20% on every task of that study and
+exact in total (624 core-s). An earlier fit, to runs measured beside other work, was 45% high. Other
+machines differ; the estimate says so, and a GPU is much faster for the larger presets. Evaluation is folded
+into the per-run constant.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pelab.config import RunConfig
 from pelab.tasks import make_task
 
 #: start-up s, s per step, s per 1e5 training tokens, s per 1e11 training forward FLOPs (one core)
-CPU_FIT = (0.785, 7.41e-4, 2.448, 2.102)
+CPU_FIT = (0.241, 1.858e-3, 1.317, 3.175)
 
 
 def run_seconds(cfg: RunConfig) -> float:

@@ -187,6 +187,12 @@ def _first_line(e: BaseException) -> str:
     return (text.splitlines()[0] if text else type(e).__name__)[:300]
 
 
+def gpu_share(use_gpu: bool, runs_per_gpu: int) -> float:
+    """The fraction of a GPU one run reserves on Ray: 1/runs_per_gpu, so Ray packs that many onto each GPU (Ray
+    accepts fractions below 1 as shares of a single GPU)."""
+    return 1.0 / runs_per_gpu if use_gpu else 0.0
+
+
 def run_ray(
     runs: Iterable[RunConfig],
     on_result: OnResult,
@@ -196,8 +202,10 @@ def run_ray(
     device: str = "auto",
     checkpoint_dir: str | Path | None = None,
     retries: int = DEFAULT_RETRIES,
+    runs_per_gpu: int = 1,
 ) -> None:
-    """Run every config as a Ray task, at most ``workers`` in flight (default: all, Ray queues them by CPUs)."""
+    """Run every config as a Ray task, at most ``workers`` in flight (default: all, Ray queues them by CPUs).
+    On GPUs each run reserves 1/``runs_per_gpu`` of one, so that many share it."""
     import ray
 
     use_gpu = device.startswith("cuda") or (device == "auto" and cluster.gpus > 0)
@@ -208,7 +216,9 @@ def run_ray(
             f"threads: {threads} per run, but the largest Ray node has {cluster.largest_node_cpus:g} CPU(s)"
         )
     task = ray.remote(_train_task)
-    options = dict(num_cpus=threads, num_gpus=1 if use_gpu else 0, max_retries=retries, retry_exceptions=False)
+    options = dict(
+        num_cpus=threads, num_gpus=gpu_share(use_gpu, runs_per_gpu), max_retries=retries, retry_exceptions=False
+    )
     run_device = "cuda" if use_gpu else "cpu"  # Ray's CUDA_VISIBLE_DEVICES makes "cuda" the task's own GPU
     pending = list(runs)
     limit = workers or max(1, len(pending))

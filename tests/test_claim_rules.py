@@ -71,6 +71,12 @@ def test_c7_every_branch() -> None:
     assert rule_c7([comp(arm("l", CEIL), arm("s", CEIL))], FLOOR, MARGIN).verdict == NO_INFO
     # Below-floor rows take no part: the learned tie decides.
     assert rule_c7([tie, comp(arm("l", LOW), arm("s", BASE))], FLOOR, MARGIN).verdict == SUPPORTED
+    # Both solved to the loss floor, one much faster: speed is not final quality, so it cannot refute (or
+    # support) "the kind matters little"; C7 says it cannot tell.
+    fast = arm("l", CEIL, [0.004] * 4 + [0.005], auc=[0.95, 0.96, 0.94, 0.95, 0.96])
+    slow = arm("s", CEIL, [0.005] * 4 + [0.004], auc=[0.70, 0.72, 0.69, 0.71, 0.70])
+    f = rule_c7([comp(fast, slow)], FLOOR, MARGIN)
+    assert f.verdict == NO_INFO and "auc" not in [t.metric.key for t in [f.rows[0].test] if t is not None]
 
 
 # --- C9: concat beats add at equal width -------------------------------------------------------
@@ -78,10 +84,14 @@ def test_c9_every_branch() -> None:
     assert rule_c9([comp(arm("c", WIN), arm("a", BASE))], FLOOR, MARGIN).verdict == SUPPORTED
     assert rule_c9([comp(arm("c", TIE_A), arm("a", TIE_B))], FLOOR, MARGIN).verdict == NOT_SUPPORTED
     assert rule_c9([comp(arm("c", NOISY), arm("a", FLAT))], FLOOR, MARGIN).verdict == INCONCLUSIVE
-    # The old C9 floor of 0.6 let these in; the study's 80% keeps them out.
+    # The old C9 floor of 0.6 let these in; the study's 80% keeps them out: the concat arm did not learn.
     assert rule_c9([comp(arm("c", [0.70, 0.72, 0.75]), arm("a", [0.62, 0.63, 0.61]))], FLOOR, MARGIN).verdict == (
         TOO_SMALL
     )
+    # Concat learned and add stayed just below the floor: add's failure is the damage the claim describes.
+    below = comp(arm("c", [0.90, 0.92, 0.91, 0.93, 0.90]), arm("a", [0.786, 0.79, 0.78, 0.795, 0.77]))
+    f = rule_c9([below], FLOOR, MARGIN)
+    assert f.verdict == SUPPORTED and "concat arm above the floor" in f.explain()
 
 
 # --- C2: overlap falls, add not worse, concat not better -----------------------------------------

@@ -5,14 +5,16 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from pelab.report.claims_published import (
-    CONSISTENT,
-    INCONSISTENT,
+    AGREE,
+    DISAGREE,
     UNTESTED,
     best_against_nope,
     combine_halves,
     kazemnejad_outcome,
+    per_seed_tau,
     rule_c18,
     rule_c19,
 )
@@ -153,27 +155,53 @@ def test_c19_every_branch() -> None:
     assert rule_c19([low], FLOOR, MARGIN).verdict == TOO_SMALL
 
 
-def test_kazemnejad_outcome_reads_kendalls_tau_on_every_task() -> None:
-    up = {"task": "dsort", "arms": [("none", 0.9), ("t5", 0.8)], "tau": 0.6, "size": "10"}
-    down = {"task": "addition", "arms": [("learned", 0.9), ("none", 0.1)], "tau": -0.4, "size": "10"}
-    few = {"task": "copy", "arms": [("none", 0.9)], "tau": math.nan, "size": "10"}
-    assert kazemnejad_outcome([up, few])[0] == CONSISTENT
-    assert kazemnejad_outcome([down])[0] == INCONSISTENT
+def _kaz(task: str, taus: list[float]) -> dict:
+    from pelab.study.stats import t_interval
+
+    mean, lo, hi = t_interval(taus) if len(taus) >= 2 else (math.nan, math.nan, math.nan)
+    return {"task": task, "arms": [("none", 0.9), ("t5", 0.8)], "tau": mean, "lo": lo, "hi": hi,
+            "seeds": len(taus), "size": "10"}  # fmt: skip
+
+
+def test_kazemnejad_outcome_needs_taus_interval_on_every_task() -> None:
+    up, down = _kaz("dsort", [0.6, 0.8, 0.7, 0.9, 0.6]), _kaz("addition", [-0.4, -0.6, -0.5, -0.3, -0.5])
+    wide = _kaz("count", [0.8, -0.6, 0.4])  # mean > 0, interval spans 0: an order of means is not a result
+    few = {"task": "copy", "arms": [("none", 0.9)], "tau": math.nan, "lo": math.nan, "hi": math.nan, "seeds": 0,
+           "size": "10"}  # fmt: skip
+    assert kazemnejad_outcome([up, few])[0] == AGREE
+    assert kazemnejad_outcome([down])[0] == DISAGREE
     assert kazemnejad_outcome([up, down])[0] == UNTESTED
+    assert kazemnejad_outcome([up, wide])[0] == UNTESTED
     assert kazemnejad_outcome([few])[0] == UNTESTED
-    assert "τ = +0.60" in kazemnejad_outcome([up])[1]
+    assert "τ = +0.72 [" in kazemnejad_outcome([up])[1] and "over 5 seeds" in kazemnejad_outcome([up])[1]
+
+
+def test_per_seed_tau_against_scipy() -> None:
+    """One τ per seed, from the published tiers against that seed's accuracies (an arm order matching the tiers
+    exactly gives τ = 1, the reverse −1); a seed some arm lacks is left out."""
+    acc = {"none": {0: 0.9, 1: 0.1, 2: 0.5}, "t5": {0: 0.8, 1: 0.2, 2: 0.6}, "alibi": {0: 0.7, 1: 0.3},
+           "rotary": {0: 0.6, 1: 0.4, 2: 0.9}, "learned": {0: 0.5, 1: 0.5, 2: 0.1}}  # fmt: skip
+    taus = per_seed_tau(acc)
+    assert len(taus) == 2 and taus[0] == pytest.approx(1.0)  # seed 2 lacks alibi
+    # seed 1: accuracies rise against the tiers; learned ties none of them, tiers tie nothing: τ-b by hand
+    from scipy import stats as st
+
+    tiers = {"alibi": -2, "learned": -4, "none": 0, "rotary": -3, "t5": -1}
+    order = sorted(acc)
+    assert taus[1] == st.kendalltau([tiers[s] for s in order], [acc[s][1] for s in order]).statistic
+    assert taus[1] == pytest.approx(-1.0)
 
 
 def test_a_row_beside_its_anchor_is_not_counted_as_a_published_result() -> None:
     """Haviv et al. compared NoPE with learned positions: that row is the anchor; C18's comparison against the
     best scheme run here is shown beside it and must not count the same paper twice (nor stand in for it)."""
-    from pelab.report.claims_published import AGREE, BESIDE, DISAGREE, tally
+    from pelab.report.claims_published import BESIDE, tally
 
     rows = [
         ["Haviv et al. 2022 (causal)", "", "", AGREE, ""],
         [f"Haviv et al. 2022 (causal), {BESIDE}", "", "", DISAGREE, ""],
         ["Vaswani et al. 2017", "", "", DISAGREE, ""],
-        ["Kazemnejad et al. 2023", "", "", CONSISTENT, ""],
+        ["Kazemnejad et al. 2023", "", "", AGREE, ""],
         ["Wang & Chen 2020", "", "", UNTESTED, ""],
     ]
     agree, disagree, counted = tally(rows)

@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-SLOW = '''
+SLOW = """
 import os, signal, time
 if os.environ.get("PELAB_TEST_CHILD") == "1":
     os.kill(os.getpid(), signal.SIGINT)  # arrives while the child unpickles its target
@@ -19,7 +19,7 @@ if os.environ.get("PELAB_TEST_CHILD") == "1":
 
 def target(path):
     open(path, "w").write("ran")
-'''
+"""
 
 PARENT = """
 import os, sys

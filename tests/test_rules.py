@@ -22,6 +22,7 @@ from pelab.report.rules import (
     family,
     from_diffs,
     holm,
+    margin_for,
     paired_test,
 )
 from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
@@ -186,6 +187,24 @@ def test_equivalence_on_relative_loss_margin() -> None:
     b = arm("b", [1.0] * 5, [0.1002, 0.200, 0.1503, 0.120, 0.1803])
     f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all")
     assert f.verdict == SUPPORTED and f.rows[0].test.metric is LOSS
+
+
+def test_loss_margin_is_at_least_the_floor_in_nats() -> None:
+    # Both solved; 0.014 against 0.012 nats is "+17%" relative, but 0.002 nats: inside a margin of LOSS_FLOOR
+    # nats. Far from the floor the margin is the plain ±2%: 0.52 against 0.50 nats (+4%) is outside it.
+    a = arm("a", [1.0] * 5, [0.0140, 0.0145, 0.0138, 0.0142, 0.0141])
+    b = arm("b", [1.0] * 5, [0.0120, 0.0122, 0.0119, 0.0121, 0.0118])
+    assert margin_for(LOSS, MARGIN, b.mean("loss")) == pytest.approx(LOSS_FLOOR / b.mean("loss"))
+    f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all")
+    assert f.verdict == SUPPORTED and f.rows[0].test.metric is LOSS
+    assert any("nats of B's" in n for n in f.rows[0].notes)
+    a = arm("a", [1.0] * 5, [0.520, 0.522, 0.519, 0.521, 0.520])
+    b = arm("b", [1.0] * 5, [0.500, 0.501, 0.499, 0.500, 0.502])
+    assert margin_for(LOSS, MARGIN, b.mean("loss")) == pytest.approx(0.02)
+    f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all")
+    assert f.verdict == NOT_SUPPORTED and not f.rows[0].notes
+    # Accuracy keeps the study's margin.
+    assert margin_for(ACC, MARGIN, 0.5) == MARGIN
 
 
 def test_not_worse() -> None:

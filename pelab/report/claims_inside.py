@@ -8,6 +8,7 @@ turns their numbers into verdicts.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -821,8 +822,15 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             f"{len(fam.rows)} comparisons informative"
         )
     else:
-        reasons = sorted({s for row in fam.rows for s in row.skipped})
-        r.key = ("no informative comparison: " + "; ".join(reasons)) if reasons else "no pair of learned arms"
+        # Say how many comparisons each reason removed: "every probe at its ceiling" must not stand for rows that
+        # the task floor removed before any probe was read.
+        reasons = Counter(row.skipped[0] if row.skipped else row.verdict for row in fam.rows)
+        r.key = (
+            f"no informative comparison among {len(fam.rows)}: "
+            + "; ".join(f"{n} with {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+            if reasons
+            else "no pair of learned arms"
+        )
     r.notes.append("Concatenation is lossless by construction: ||[x_a − x_b; p_i − p_j]|| ≥ ||p_i − p_j||.")
     r.metric = used_metrics(fam)
     r.run_ids = runs_of(fam)

@@ -294,60 +294,86 @@ def c19(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
 
 # --- published vs measured ----------------------------------------------------------------
 AGREE, DISAGREE, UNTESTED = "agree", "disagree", "not tested at this budget"
-#: A ranking compared by the order of its means alone: weaker than agree / disagree, and said so.
-CONSISTENT, INCONSISTENT = "consistent (order of means)", "inconsistent (order of means)"
 #: Kazemnejad et al. 2023's decoder ranking as tiers (lower = extrapolates better); absolute positions last.
 KAZEMNEJAD_TIERS = {"none": 0, "t5": 1, "alibi": 2, "rotary": 3, "learned": 4, "sinusoidal": 4}
-
-
-def outcome(verdict: str | None) -> str:
-    """A claim-style verdict read as agreement with the published result it tests."""
-    return {SUPPORTED: AGREE, NOT_SUPPORTED: DISAGREE}.get(verdict or "", UNTESTED)
+#: Fewest arms that learned at n for a task's ranking to be read (with fewer, τ has too few pairs to mean much).
+MIN_RANKED_ARMS = 4
 
 
 def kendall_rows(ctx: ReportContext) -> list[dict[str, Any]]:
-    """Per decoder task that extrapolates: the arms (input scheme, combiner) that learned at n, their mean accuracy at
-    the longest size, and Kendall's τ between that order and Kazemnejad et al.'s tiers."""
+    """Per decoder task that extrapolates: the arms (input scheme) that learned at n, their mean accuracy at the
+    longest size, and Kendall's τ between Kazemnejad et al.'s tiers and each *seed's* order of the arms at that
+    size (seeds are paired: every arm of a seed saw the same data), with a 95% t-interval over seeds."""
     f = position_frame(ctx)
-    out = []
+    out: list[dict[str, Any]] = []
     if f.empty or "model.kind" not in f:
         return out
     for task in dict.fromkeys(f[f["model.kind"] == "decoder"]["task.name"]):
         sub = f[(f["task.name"] == task) & f["model.position.scheme"].isin(list(KAZEMNEJAD_TIERS))]
         sized = [(n, c) for n, c in sizes_in(sub.columns) if sub[c].notna().any()]
-        cols = [c for _, c in sized]
-        if len(cols) < 2:
+        if len(sized) < 2:
             continue
-        arms = []
+        col = sized[-1][1]
+        arms: list[tuple[str, float]] = []
+        params: list[int] = []
+        by_seed: dict[str, dict[int, float]] = {}
         for scheme, g in sub.groupby("model.position.scheme"):
-            done = g[g.status == "done"]
+            done = g[(g.status == "done") & g[col].notna()]
             if len(done) and float(done["m.acc"].mean()) >= ctx.floor:
-                arms.append((str(scheme), float(done[cols[-1]].mean())))
-        tau = math.nan
-        if len(arms) >= 4:
-            tiers = [-KAZEMNEJAD_TIERS[s] for s, _ in arms]
-            tau = float(st.kendalltau(tiers, [a for _, a in arms]).statistic)
-        out.append({"task": task, "arms": sorted(arms, key=lambda a: -a[1]), "tau": tau,
-                    "size": str(sized[-1][0])})  # fmt: skip
+                arms.append((str(scheme), float(done[col].mean())))
+                params.append(int(done["params"].max()))
+                by_seed[str(scheme)] = dict(zip(done["seed"].astype(int), done[col].astype(float), strict=True))
+        taus = per_seed_tau(by_seed) if len(arms) >= MIN_RANKED_ARMS else []
+        mean, lo, hi = t_interval(taus) if taus else (math.nan, math.nan, math.nan)
+        out.append({"task": task, "arms": sorted(arms, key=lambda a: -a[1]), "tau": mean, "lo": lo, "hi": hi,
+                    "seeds": len(taus), "size": str(sized[-1][0]),
+                    "params": (min(params), max(params)) if params else None})  # fmt: skip
     return out
 
 
+def per_seed_tau(by_seed: dict[str, dict[int, float]]) -> list[float]:
+    """Kendall's τ-b between the published tiers and the arms' accuracies, one per seed that every arm finished;
+    a seed whose arms all tie (τ undefined) is left out."""
+    schemes = sorted(by_seed)
+    seeds = sorted(set.intersection(*(set(v) for v in by_seed.values()))) if by_seed else []
+    tiers = [-KAZEMNEJAD_TIERS[s] for s in schemes]
+    taus = []
+    for seed in seeds:
+        tau = float(st.kendalltau(tiers, [by_seed[s][seed] for s in schemes]).statistic)
+        if not math.isnan(tau):
+            taus.append(tau)
+    return taus
+
+
 def kazemnejad_outcome(rows: list[dict[str, Any]]) -> tuple[str, str]:
-    """Agree when τ > 0 on every decoder task with four or more learned arms; disagree when τ < 0 on every one;
-    else mixed (reported as not tested: the ranking is not settled here)."""
-    taus = [r["tau"] for r in rows if not math.isnan(r["tau"])]
-    if not taus:
-        return UNTESTED, "fewer than four decoder arms learned at n on every task"
+    """Agree when τ's 95% interval over seeds lies above 0 on every decoder task with MIN_RANKED_ARMS arms that
+    learned; disagree when it lies below 0 on every one (each at 95%: an intersection–union test needs no
+    correction); otherwise not tested (the ranking is not settled here)."""
+    read = [r for r in rows if r["seeds"] >= 2 and not math.isnan(r["lo"])]
+    if not read:
+        return UNTESTED, f"fewer than {MIN_RANKED_ARMS} decoder arms learned at n, or fewer than 2 seeds, on every task"
     text = "; ".join(
-        f"{r['task']}: τ = {r['tau']:+.2f} ({' > '.join(s for s, _ in r['arms'])} at n={r['size']})"
-        for r in rows if not math.isnan(r["tau"])
-    )  # fmt: skip
-    text += " (order of the means; no interval decides a ranking here)"
-    if all(t > 0 for t in taus):
-        return CONSISTENT, text
-    if all(t < 0 for t in taus):
-        return INCONSISTENT, text
-    return UNTESTED, text.replace(" (order", " (mixed across tasks; order")
+        f"{r['task']}: τ = {r['tau']:+.2f} [{r['lo']:+.2f}, {r['hi']:+.2f}] over {r['seeds']} seeds "
+        f"(mean order {' > '.join(s for s, _ in r['arms'])} at n={r['size']}{_params_text(r.get('params'))})"
+        for r in read
+    )
+    if all(r["lo"] > 0 for r in read):
+        return AGREE, text
+    if all(r["hi"] < 0 for r in read):
+        return DISAGREE, text
+    return UNTESTED, text
+
+
+def _params_text(span: tuple[int, int] | None) -> str:
+    if not span:
+        return ""
+    lo, hi = span
+    return f"; {lo:,} params" if lo == hi else f"; {lo:,}–{hi:,} params"
+
+
+def outcome(verdict: str | None) -> str:
+    """A claim-style verdict read as agreement with the published result it tests."""
+    return {SUPPORTED: AGREE, NOT_SUPPORTED: DISAGREE}.get(verdict or "", UNTESTED)
 
 
 def _family_cell(fam: Family | None) -> str:
@@ -356,16 +382,17 @@ def _family_cell(fam: Family | None) -> str:
     rows = [r for r in fam.rows if r.test is not None]
     if not rows:
         return fam.verdict
-    return "; ".join(f"{r.comparison.a.label} vs {r.comparison.b.label} ({r.comparison.place(['task.name'])}): "
-                     f"{r.describe()}" for r in rows[:3])  # fmt: skip
+    return "; ".join(f"{r.comparison.a.label} vs {r.comparison.b.label} ({r.comparison.place(['task.name'])}; "
+                     f"{r.comparison.a.params:,} vs {r.comparison.b.params:,} params): {r.describe()}"
+                     for r in rows[:3])  # fmt: skip
 
 
 def tally(rows: Sequence[Sequence[str]]) -> tuple[int, int, list[Sequence[str]]]:
     """(agree, disagree, the rows counted): a row shown beside an anchor (``BESIDE``) is not a result of its own,
     so one published result is counted once however many ways it is tested."""
     counted = [r for r in rows if BESIDE not in r[0]]
-    agree = sum(r[3] in (AGREE, CONSISTENT) for r in counted)
-    disagree = sum(r[3] in (DISAGREE, INCONSISTENT) for r in counted)
+    agree = sum(r[3] == AGREE for r in counted)
+    disagree = sum(r[3] == DISAGREE for r in counted)
     return agree, disagree, counted
 
 
@@ -431,8 +458,7 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
         "published",
         "Published vs measured",
         [
-            f"{agree} of {len(counted)} published results agree with this run (a ranking only by the order of its "
-            f"means), {disagree} disagree, and "
+            f"{agree} of {len(counted)} published results agree with this run, {disagree} disagree, and "
             f"{len(counted) - agree - disagree} are not tested at this budget (the row marked {BESIDE!r} is a "
             "stricter test shown beside its anchor, not counted). Agreement is the claim's own rule: an "
             "equivalence inside its margin, a difference beyond its interval (Holm where several comparisons). A "
@@ -465,12 +491,14 @@ def _why(verdict: str | None) -> list[str]:
 
 
 def _kaz_reason(outcome_: str) -> str:
-    if outcome_ == CONSISTENT:
-        return "Kendall's τ > 0 on every task, from the means; neighbouring arms' intervals may overlap (see C17)"
-    if outcome_ == INCONSISTENT:
-        return ("the measured order runs against the published one on every task: small models trained briefly "
-                "on short sequences; the paper trained 1.5k–10k steps on 100M-parameter decoders")  # fmt: skip
-    return "the order is not settled at this budget (too few arms learned, or tasks disagree)"
+    if outcome_ == AGREE:
+        return ""
+    if outcome_ == DISAGREE:
+        return (
+            "the measured order runs against the published one on every task, beyond the interval: small models "
+            "trained briefly on short sequences; the paper trained 100M-parameter decoders for 1.5k–10k steps"
+        )
+    return "the order is not settled at this budget (too few arms learned, too few seeds, or τ's interval spans 0)"
 
 
 __all__ = ["best_against_nope", "combine_halves", "kazemnejad_outcome", "published_section", "rule_c18", "rule_c19"]

@@ -8,7 +8,7 @@ The pieces, bottom up:
 
 * ``Metric``: what a run is scored on (accuracy, held-out loss, learning speed), which way is better,
   its range, and whether its margin is absolute (±1 pp of accuracy) or relative
-  (±2% of loss).
+  (±2% of loss, and at least 0.01 nats near the loss floor).
 * ``Side`` / ``Comparison``: two arms that share everything but the compared axis,
   with per-seed values of every metric, so differences are paired by seed.
 * ``Test``: one comparison on one metric: the paired differences, their mean, the
@@ -67,6 +67,10 @@ class Metric:
     #: judgement (the loss floor) rather than the end of the range, one seed a hair past it must not turn two
     #: solved arms' difference into evidence
     bound_by_mean: bool = False
+    #: for a relative metric, the smallest margin in the metric's own units: a relative margin shrinks with
+    #: the baseline, and near the loss floor ±2% of 0.012 nats (0.0002) would call "worse" two arms that
+    #: both give the right answer p ≈ 0.99 (see ``margin_for``)
+    margin_floor: float = 0.0
 
     def arms_at_bound(self, *arms: Sequence[float]) -> str | None:
         """``at_bound`` over arms: their every value, or (``bound_by_mean``) each arm's mean."""
@@ -113,7 +117,16 @@ SHARE = Metric("share", "cross-term share of logit variance", True, (0.0, 1.0), 
 #: depends on the step budget and the learning rate more than on the encoding, so it is no information, and
 #: the claim falls back to how fast the arms learned (``AUC``).
 LOSS_FLOOR = 0.01
-LOSS = Metric("loss", "held-out loss", False, (0.0, math.inf), tolerance=LOSS_FLOOR, relative=True, bound_by_mean=True)
+LOSS = Metric(
+    "loss",
+    "held-out loss",
+    False,
+    (0.0, math.inf),
+    tolerance=LOSS_FLOOR,
+    relative=True,
+    bound_by_mean=True,
+    margin_floor=LOSS_FLOOR,
+)
 #: Language models' held-out loss in bits per byte (loss / ln 2: relative differences equal the loss's).
 BPB = Metric("bpb", "bits per byte", False, (0.0, math.inf), tolerance=1e-4, relative=True)
 #: Area under the learning curve (training accuracy on fresh draws, as a share of the run): how fast an arm
@@ -134,9 +147,16 @@ def metric(key: str) -> Metric:
     raise KeyError(f"unknown metric {key!r}; known: {', '.join(METRICS)}")
 
 
-def margin_for(m: Metric, margin: float) -> float:
-    """The study's margin applies to accuracy; relative metrics use RELATIVE_MARGIN."""
-    return RELATIVE_MARGIN if m.relative else margin
+def margin_for(m: Metric, margin: float, base: float = math.nan) -> float:
+    """The study's margin applies to accuracy; relative metrics use RELATIVE_MARGIN of B's mean ``base``, but
+    never less than the metric's ``margin_floor`` in its own units (held-out loss: LOSS_FLOOR nats, so 0.012
+    against 0.015 nats, two arms whose right answers both get p ≈ 0.99, is within the margin, where ±2% would
+    call it 25% worse)."""
+    if not m.relative:
+        return margin
+    if m.margin_floor > 0 and base > 0:
+        return max(RELATIVE_MARGIN, m.margin_floor / base)
+    return RELATIVE_MARGIN
 
 
 # --- arms and comparisons ---------------------------------------------------------------
@@ -496,8 +516,15 @@ def decide(
             rows.append(Row(c, NO_INFO, skipped=skipped))
             continue
         skipped = [x.info for x in item.tests[: item.tests.index(t)] if x.info is not None]
-        rows.append(Row(c, INCONCLUSIVE, test=t, skipped=skipped))
-        tests.append((len(rows) - 1, t, margin_for(t.metric, margin)))
+        row = Row(c, INCONCLUSIVE, test=t, skipped=skipped)
+        m = margin_for(t.metric, margin, c.b.mean(t.metric.key))
+        if t.metric.relative and m > RELATIVE_MARGIN:
+            row.notes.append(
+                f"margin ±{m:.0%} here: {t.metric.margin_floor:g} nats of B's {c.b.mean(t.metric.key):.3g} "
+                f"(±{RELATIVE_MARGIN:.0%} would be {RELATIVE_MARGIN * c.b.mean(t.metric.key):.1g} nats)"
+            )
+        rows.append(row)
+        tests.append((len(rows) - 1, t, m))
     k = len(tests)
     decisions = holm([_p_for(kind, t, m, combine) for _, t, m in tests], alpha)
     for (i, t, m), (rejected, level) in zip(tests, decisions, strict=True):
@@ -545,13 +572,13 @@ def decide_some_group(
     per = [decide(g, margin, kind, combine="all", alpha=alpha) for g in groups]
     pvalues = []
     for fam in per:
-        ps = [_p_for(kind, r.test, margin_for(r.test.metric, margin), "any") for r in fam.rows if r.test is not None]
+        ps = [_p_for(kind, r.test, _row_margin(r, margin), "any") for r in fam.rows if r.test is not None]
         whole = fam.rows and all(r.tested for r in fam.rows) and not any(math.isnan(x) for x in ps)
         pvalues.append(max(ps) if whole else math.nan)
     verdicts = []
     for fam, (rejected, level) in zip(per, holm(pvalues, alpha), strict=True):
         holds = rejected and all(
-            _decide(kind, *r.test.oriented(level), margin_for(r.test.metric, margin), r.test.n) == SUPPORTED
+            _decide(kind, *r.test.oriented(level), _row_margin(r, margin), r.test.n) == SUPPORTED
             for r in fam.rows
             if r.test is not None
         )
@@ -567,6 +594,11 @@ def decide_some_group(
     )
     rows = [r for fam in per for r in fam.rows]
     return Family(rows, _combine(verdicts, "any"), kind, "any", correction), verdicts
+
+
+def _row_margin(r: Row, margin: float) -> float:
+    assert r.test is not None
+    return margin_for(r.test.metric, margin, r.comparison.b.mean(r.test.metric.key))
 
 
 def _combine(verdicts: Sequence[str], how: Literal["any", "all"]) -> str:

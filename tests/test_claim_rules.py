@@ -266,7 +266,10 @@ def test_answer_is_assembled_from_the_verdicts() -> None:
     head = headline(claims)
     assert "did not beat adding on any task (C6)" in head
     assert "not settled at this budget (C9)" in head
-    assert "cannot tell whether adding loses information at the input (every probe at its ceiling) (C10)" in head
+    assert (
+        "cannot tell whether adding loses information at the input (the probes of every pair of arms that learned "
+        "sat at their ceiling) (C10)" in head
+    )
     assert "costs ×1.5 params, ×1.5 FLOPs (C5)" in head
     assert [x["id"] for x in lines] == ["C6", "C5", "C9", "C10"]
     assert headline([result("C6", SUPPORTED)]).startswith("Added or concatenated? In this run, concatenating")

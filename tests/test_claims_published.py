@@ -169,6 +169,7 @@ def test_kazemnejad_outcome_needs_taus_interval_on_every_task() -> None:
     few = {"task": "copy", "arms": [("none", 0.9)], "tau": math.nan, "lo": math.nan, "hi": math.nan, "seeds": 0,
            "size": "10"}  # fmt: skip
     assert kazemnejad_outcome([up, few])[0] == AGREE
+    assert "not read" in kazemnejad_outcome([up, few])[1] and "copy (1 learned)" in kazemnejad_outcome([up, few])[1]
     assert kazemnejad_outcome([down])[0] == DISAGREE
     assert kazemnejad_outcome([up, down])[0] == UNTESTED
     assert kazemnejad_outcome([up, wide])[0] == UNTESTED

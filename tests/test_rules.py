@@ -207,6 +207,16 @@ def test_loss_margin_is_at_least_the_floor_in_nats() -> None:
     assert margin_for(ACC, MARGIN, 0.5) == MARGIN
 
 
+def test_not_worse_when_better_beyond_the_interval_needs_no_five_seeds() -> None:
+    # 3 seeds, A clearly better: "not worse" holds by the interval alone (no margin argument, so no seed minimum);
+    # A within the margin but not clearly better stays inconclusive at 3 seeds.
+    better = comp(arm("a", [0.95, 0.96, 0.97]), arm("b", [0.90, 0.90, 0.91]))
+    assert family([better], ["acc"], FLOOR, MARGIN, "not_worse", "all").verdict == SUPPORTED
+    close = comp(arm("a", [0.901, 0.899, 0.902]), arm("b", [0.900, 0.900, 0.901]))
+    f = family([close], ["acc"], FLOOR, MARGIN, "not_worse", "all")
+    assert f.verdict == INCONCLUSIVE and "needs ≥ 5 seeds" in f.rows[0].notes[0]
+
+
 def test_not_worse() -> None:
     assert family([comp(arm("a", TIE[0]), arm("b", TIE[1]))], ["acc"], FLOOR, MARGIN, "not_worse", "all").verdict == (
         SUPPORTED

@@ -86,6 +86,13 @@ def c1(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         f"{s['varying']} of {C1_D} dimensions vary by > 0.1 ({quiet} hardly move); the last half of the dimensions "
         f"carry {100 * late:.1f}% of the variance"
     )
+    flips = {t: c for t, c in s["varying_at"].items() if rule_c1(int(c), C1_D) != r.verdict}
+    if flips:  # the rule's threshold is a choice: say where another choice would turn the verdict
+        r.caveats.append(
+            "The verdict rests on the 0.1 threshold: at "
+            + ", ".join(f"{t} the count is {c} ({rule_c1(int(c), C1_D)})" for t, c in flips.items())
+            + ". The table below gives every threshold measured."
+        )
     r.tables.append(
         Table(
             "Dimensions whose range over the positions exceeds a threshold",

@@ -357,6 +357,13 @@ def kazemnejad_outcome(rows: list[dict[str, Any]]) -> tuple[str, str]:
         f"(mean order {' > '.join(s for s, _ in r['arms'])} at n={r['size']}{_params_text(r.get('params'))})"
         for r in read
     )
+    unread = [r for r in rows if r not in read]
+    if unread:
+        text += (
+            "; not read (fewer than "
+            + f"{MIN_RANKED_ARMS} arms learned at n or fewer than 2 seeds): "
+            + ", ".join(f"{r['task']} ({len(r['arms'])} learned)" for r in unread)
+        )
     if all(r["lo"] > 0 for r in read):
         return AGREE, text
     if all(r["hi"] < 0 for r in read):

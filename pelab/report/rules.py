@@ -403,7 +403,8 @@ def _decide(kind: Kind, lo: float, hi: float, margin: float, n: int = MIN_EQUIVA
             return NOT_SUPPORTED
         return INCONCLUSIVE
     if kind == "not_worse":
-        if equivalence_ok and lo > -margin:
+        # A better beyond the interval is not worse without any appeal to the margin, so no seed minimum
+        if lo > 0 or (equivalence_ok and lo > -margin):
             return SUPPORTED
         if hi < -margin:
             return NOT_SUPPORTED

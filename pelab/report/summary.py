@@ -32,7 +32,7 @@ PHRASE = {
     SUPPORTED: "supported by this run",
     NOT_SUPPORTED: "not supported by this run",
     INCONCLUSIVE: "not settled at this budget",
-    NO_INFO: "these tasks cannot tell (every comparison at a ceiling on every deciding metric)",
+    NO_INFO: "these tasks cannot tell (every comparison whose arms learned sat at a ceiling on every deciding metric)",
     TOO_SMALL: "no verdict: the arms did not learn at this budget",
     REPORTED: "measured; no verdict by design",
     ERROR: "the evidence could not be computed",
@@ -71,7 +71,8 @@ HEADLINE = {
         SUPPORTED: "adding lost token or position information at the input",
         NOT_SUPPORTED: "adding lost no decodable token or position information at the input",
         INCONCLUSIVE: "whether adding loses information at the input is not settled at this budget",
-        NO_INFO: "these tasks cannot tell whether adding loses information at the input (every probe at its ceiling)",
+        NO_INFO: "these tasks cannot tell whether adding loses information at the input (the probes of every pair "
+        "of arms that learned sat at their ceiling)",
         TOO_SMALL: "the arms probed for collisions did not learn",
     },
 }

@@ -217,6 +217,18 @@ def test_not_worse_when_better_beyond_the_interval_needs_no_five_seeds() -> None
     assert f.verdict == INCONCLUSIVE and "needs ≥ 5 seeds" in f.rows[0].notes[0]
 
 
+def test_an_equivalence_is_not_refuted_on_three_seeds() -> None:
+    # 3 seeds, the interval wholly outside the margin: SCIENCE.md wants 5 seeds wherever an equivalence is
+    # tested, so it stays inconclusive and says why; with 5 seeds the same gap refutes it.
+    three = comp(arm("a", [0.95, 0.96, 0.97]), arm("b", [0.90, 0.90, 0.91]))
+    f = family([three], ["acc"], FLOOR, MARGIN, "equivalent", "all")
+    assert f.verdict == INCONCLUSIVE and f.rows[0].notes == [
+        "outside the margin, but equivalence needs ≥ 5 seeds (3 here)"
+    ]
+    five = comp(arm("a", [0.95, 0.96, 0.97, 0.95, 0.96]), arm("b", [0.90, 0.90, 0.91, 0.90, 0.91]))
+    assert family([five], ["acc"], FLOOR, MARGIN, "equivalent", "all").verdict == NOT_SUPPORTED
+
+
 def test_not_worse() -> None:
     assert family([comp(arm("a", TIE[0]), arm("b", TIE[1]))], ["acc"], FLOOR, MARGIN, "not_worse", "all").verdict == (
         SUPPORTED

@@ -336,7 +336,7 @@ def speed_cell(s: Side) -> str:
     return f"{sum(reached) / len(reached):.0f} ({len(reached)}/{seeds})"
 
 
-def _level(row: Row) -> str:
+def level_cell(row: Row) -> str:
     return "95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)"
 
 
@@ -347,9 +347,10 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
     rows = []
     for row in fam.rows:
         c, t = row.comparison, row.test
-        measured = t is not None and t.metric.key not in ("acc", "loss")  # probe scores, overlaps: not run metrics
+        # probe scores, overlaps: measured on the models, not run metrics; a run has no accuracy to show beside them
+        measured = t is not None and t.metric.key not in RUN_METRICS
         cells = (
-            [side_cell(c.a, t.metric.key), side_cell(c.b, t.metric.key)]
+            [f"{side_cell(s, t.metric.key)} {t.metric.label}" for s in (c.a, c.b)]
             if measured
             else [side_cell(c.a), side_cell(c.b)]
         )
@@ -365,7 +366,7 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
                 *cells,
                 decided,
                 row.describe() if t is not None else "; ".join(row.skipped) or "–",
-                _level(row) if t is not None else "–",
+                level_cell(row) if t is not None else "–",
                 str(min(c.a.seeds(), c.b.seeds())),
                 f"{c.a.params:,} / {c.b.params:,}" if c.a.params and c.b.params else "–",
                 f"{c.a.flops:,} / {c.b.flops:,}" if c.a.flops and c.b.flops else "–",
@@ -375,6 +376,9 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
         )
     return Table(f"{title} — {fam.explain()}", FAMILY_COLUMNS, rows)
 
+
+#: Metrics every run stores: a family table shows each arm's accuracy, then the deciding one beside it.
+RUN_METRICS = ("acc", "loss", "auc", "bpb")
 
 FAMILY_COLUMNS = [
     "held equal",

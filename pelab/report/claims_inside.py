@@ -239,6 +239,12 @@ def measured_side(ctx: ReportContext, label: str, run_ids: list[str], key: str, 
     )
 
 
+def run_side(ctx: ReportContext, label: str, run_ids: list[str]) -> Side:
+    """A Side of the runs' accuracy alone (an arm below the floor, never measured), with its size: params are
+    printed beside every comparison, including the ones the floor removed."""
+    return measured_side(ctx, label, run_ids, "acc", _accs(ctx, run_ids))
+
+
 def _arm(ctx: ReportContext, **filters: Any) -> pd.DataFrame:
     return select(ctx.frame, **filters)
 
@@ -266,9 +272,7 @@ def c2(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             runs = ctx.learned_runs(sub)
             done = sub[sub.status == "done"]
             if not runs:
-                ids = tuple(done.run_id)
-                acc = {int(s): float(a) for s, a in zip(done["seed"], done["m.acc"], strict=True)}
-                side = Side("trained", {"acc": acc}, run_ids=ids)
+                side = run_side(ctx, "trained", list(done.run_id))
                 geo_rows.append(Evidence(Comparison({"task.name": task, "model.d": d}, side, side), False, ()))
                 continue
             got = ctx.measure_many("overlap", runs)
@@ -657,7 +661,7 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             if not runs:
                 table.append([task, f"{scheme} + {comb}", pct(acc), "below the floor: not probed", "", "", ""])
                 if scheme == "none":
-                    side = Side("NoPE decoder", {"acc": _accs(ctx, list(arm.run_id))}, run_ids=tuple(arm.run_id))
+                    side = run_side(ctx, "NoPE decoder", list(arm.run_id))
                     items.append(Evidence(Comparison({"task.name": task}, side, side), False, ()))
                 continue
             trained = ctx.measure_many("layer_probes", runs)
@@ -751,7 +755,7 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 break
             if not runs:
                 learned = False
-                sides[comb] = Side(comb, {"acc": _accs(ctx, list(arm.run_id))}, run_ids=tuple(arm.run_id))
+                sides[comb] = run_side(ctx, comb, list(arm.run_id))
                 continue
             got = ctx.measure_many("input_probes", runs)
             sides[comb] = {

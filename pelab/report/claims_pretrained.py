@@ -13,7 +13,6 @@ C16 then compares them side by side (``pelab.pretrained.sidebyside``), measured 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -33,7 +32,7 @@ from pelab.report.claims import (
 )
 from pelab.report.claims_training import arm_figure, key_of
 from pelab.report.evidence import compare, compare_wide
-from pelab.report.rules import Comparison, Evidence, Family, decide, metric, paired_test
+from pelab.report.rules import Comparison, Family, family
 from pelab.report.verdicts import INCONCLUSIVE, REPORTED
 
 
@@ -81,14 +80,13 @@ def _missing(r: ClaimResult, why: str) -> ClaimResult:
 
 def rule_c9(comps: list[Comparison], floor: float, margin: float) -> Family:
     """C9: concatenation beats addition at equal width (concat_split against add at d, concat_wide against add at
-    d + d_position) on some comparison, beyond the Holm-corrected interval. Only the concat arm must have learned
-    (above the study's floor): an add arm that the damage keeps below the floor is what the claim describes, not a
-    budget too small (as C19's added grid and C18's masked NoPE)."""
-    items = [Evidence(c, c.a.learned(floor), tuple(paired_test(c, metric(k)) for k in CHAIN)) for c in comps]
-    return replace(
-        decide(items, margin, kind="better", combine="any"),
-        learned_words="with the concat arm above the floor (add's failure is the damage the claim describes)",
-    )
+    d + d_position) on some comparison, beyond the Holm-corrected interval, both arms above the study's floor.
+
+    Both, not only the concat arm: SCIENCE.md's C9 is "add trails concat" with the study's own floor, a matter of
+    degree; an add arm that fails outright is not what it predicts (unlike C19's added grid or C18's masked NoPE,
+    whose failure is the claim). A one-sided floor was tried and a review showed every C9 arm within 79–81% of the
+    80% floor on a 50%-chance task: it would read the floor's noise as damage."""
+    return family(comps, CHAIN, floor, margin, kind="better", combine="any")
 
 
 def c9_frame(ctx: ReportContext) -> pd.DataFrame:
@@ -105,10 +103,9 @@ def c9_frame(ctx: ReportContext) -> pd.DataFrame:
     "while concatenating leaves it intact.",
     "an answer to the question",
     "supported when add trails a concat arm at equal width (concat_split against add at d; concat_wide against add "
-    "at its total width d + d_position) beyond the Holm-corrected interval on some comparison, the concat arm above "
-    "the study's floor ({floor}) (add falling below it is the damage the claim describes); not supported when every "
-    "informative comparison is within the margin ({margin}) or favours add; deciding metric: accuracy, then held-out "
-    "loss",
+    "at its total width d + d_position) beyond the Holm-corrected interval on some comparison, both arms above the "
+    "study's floor ({floor}); not supported when every informative comparison is within the margin ({margin}) or "
+    "favours add; deciding metric: accuracy, then held-out loss",
     metrics=CHAIN,
 )
 def c9(ctx: ReportContext, r: ClaimResult) -> ClaimResult:

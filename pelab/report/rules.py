@@ -380,7 +380,9 @@ def _decide(kind: Kind, lo: float, hi: float, margin: float, n: int = MIN_EQUIVA
     """The rules of SCIENCE.md on an oriented interval (positive = A better) from ``n`` paired seeds.
 
     A conclusion that rests on the interval lying *inside* a margin (an equivalence, a non-inferiority,
-    "no effect") needs at least MIN_EQUIVALENCE_SEEDS pairs; with fewer it stays inconclusive."""
+    "no effect") needs at least MIN_EQUIVALENCE_SEEDS pairs; with fewer it stays inconclusive. An equivalence
+    claim needs them either way: SCIENCE.md asks for 5 seeds wherever an equivalence is tested, so 3 seeds
+    neither confirm nor refute one."""
     if math.isnan(lo) or math.isnan(hi):
         return INCONCLUSIVE
     equivalence_ok = n >= MIN_EQUIVALENCE_SEEDS
@@ -396,10 +398,10 @@ def _decide(kind: Kind, lo: float, hi: float, margin: float, n: int = MIN_EQUIVA
         if hi < 0 or (equivalence_ok and hi <= margin):
             return NOT_SUPPORTED
         return INCONCLUSIVE
-    if kind == "equivalent":
+    if kind == "equivalent":  # SCIENCE.md: at least 5 seeds wherever an equivalence is tested, either way
         if equivalence_ok and -margin <= lo and hi <= margin:
             return SUPPORTED
-        if lo > margin or hi < -margin:
+        if equivalence_ok and (lo > margin or hi < -margin):
             return NOT_SUPPORTED
         return INCONCLUSIVE
     if kind == "not_worse":
@@ -533,7 +535,8 @@ def decide(
         plain = _decide(kind, *t.oriented(1 - alpha), m, t.n)
         strict = _decide(kind, *t.oriented(level), m, t.n)
         if _capped(kind, *t.oriented(1 - alpha), m, t.n):
-            row.notes.append(f"inside the margin, but equivalence needs ≥ {MIN_EQUIVALENCE_SEEDS} seeds ({t.n} here)")
+            where = "outside" if _decide(kind, *t.oriented(1 - alpha), m) == NOT_SUPPORTED else "inside"
+            row.notes.append(f"{where} the margin, but equivalence needs ≥ {MIN_EQUIVALENCE_SEEDS} seeds ({t.n} here)")
         if combine == "any":
             # Support on some row needs Holm; refuting every row is an intersection, so 95% each suffices.
             if rejected and strict == SUPPORTED:
@@ -591,7 +594,8 @@ def decide_some_group(
     k = sum(not math.isnan(x) for x in pvalues)
     correction = (
         f"on some of {len(per)} group(s): within a group every comparison must hold (its p is the largest of its "
-        f"rows'); Holm–Bonferroni across the {k} group(s) where every row points the claimed way"
+        f"rows'); Holm–Bonferroni across all {len(per)} group(s), {k} of them with every row pointing the claimed "
+        "way (a group that does not still counts in the correction)"
     )
     rows = [r for fam in per for r in fam.rows]
     return Family(rows, _combine(verdicts, "any"), kind, "any", correction), verdicts

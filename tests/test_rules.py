@@ -207,6 +207,14 @@ def test_loss_margin_is_at_least_the_floor_in_nats() -> None:
     assert margin_for(ACC, MARGIN, 0.5) == MARGIN
 
 
+def test_a_directional_row_inside_the_margin_on_three_seeds_says_inside() -> None:
+    close = comp(arm("a", [0.901, 0.899, 0.902]), arm("b", [0.900, 0.900, 0.901]))
+    f = family([close], ["acc"], FLOOR, MARGIN)
+    assert f.verdict == INCONCLUSIVE and f.rows[0].notes == [
+        "inside the margin, but equivalence needs ≥ 5 seeds (3 here)"
+    ]
+
+
 def test_not_worse_when_better_beyond_the_interval_needs_no_five_seeds() -> None:
     # 3 seeds, A clearly better: "not worse" holds by the interval alone (no margin argument, so no seed minimum);
     # A within the margin but not clearly better stays inconclusive at 3 seeds.

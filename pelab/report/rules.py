@@ -535,7 +535,8 @@ def decide(
         plain = _decide(kind, *t.oriented(1 - alpha), m, t.n)
         strict = _decide(kind, *t.oriented(level), m, t.n)
         if _capped(kind, *t.oriented(1 - alpha), m, t.n):
-            where = "outside" if _decide(kind, *t.oriented(1 - alpha), m) == NOT_SUPPORTED else "inside"
+            refuted = kind == "equivalent" and _decide(kind, *t.oriented(1 - alpha), m) == NOT_SUPPORTED
+            where = "outside" if refuted else "inside"
             row.notes.append(f"{where} the margin, but equivalence needs ≥ {MIN_EQUIVALENCE_SEEDS} seeds ({t.n} here)")
         if combine == "any":
             # Support on some row needs Holm; refuting every row is an intersection, so 95% each suffices.

@@ -278,3 +278,15 @@ def test_c1_well_below_d() -> None:
     assert rule_c1(200, 512) == SUPPORTED
     assert rule_c1(256, 512) == SUPPORTED
     assert rule_c1(356, 512) == NOT_SUPPORTED  # the paper layout at L=128: most dimensions do vary
+
+
+def test_c17_key_does_not_rank_arms_that_do_not_extrapolate() -> None:
+    """Every arm at or below the accuracy of a model right only at the positions it trained on: the key says
+    nobody extrapolates instead of naming a winner among failures; above it, the leader and its ties."""
+    from pelab.report.claims_training import c17_top
+
+    arms = [{"label": "a", "long": [0.10, 0.12, 0.11], "cells": ["11%"]},
+            {"label": "b", "long": [0.09, 0.10, 0.08], "cells": ["9%"]}]  # fmt: skip
+    assert c17_top(arms, 0.53).startswith("no arm extrapolates") and "highest: a" in c17_top(arms, 0.53)
+    good = [{"label": "a", "long": [0.90, 0.92, 0.91], "cells": ["91%"]}, *arms]
+    assert c17_top(good, 0.53) == "a first (91%)"

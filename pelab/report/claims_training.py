@@ -451,12 +451,13 @@ def c17_top(ranked: list[dict], reference: float) -> str:
     interval) and when every arm is at or below the seen-positions reference."""
     first = ranked[0]
     mean, lo, _ = t_interval(first["long"])
+    if not math.isnan(reference) and mean <= reference:  # nobody extrapolates: a ranking of failures says nothing
+        return (f"no arm extrapolates: every one at or below the {100 * reference:.0f}% a model right only where it "
+                f"trained would get (highest: {first['label']}, {first['cells'][-1]})")  # fmt: skip
     text = f"{first['label']} first ({first['cells'][-1]})"
     ties = [a["label"] for a in ranked[1:] if a["long"] and t_interval(a["long"])[0] >= lo]
     if ties:
         text += f", tied with {', '.join(ties[:3])}{' and more' if len(ties) > 3 else ''}"
-    if not math.isnan(reference) and mean <= reference:
-        text += f"; every arm at or below the {100 * reference:.0f}% a model right only where it trained would get"
     return text
 
 
@@ -510,11 +511,12 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         shares = [seen_share(ctx, task, n, m) for m in longer_sizes]
         sizes = [str(m) for m in longer_sizes]
         for a in ranked:
+            beyond = bool(a["long"]) and t_interval(a["long"])[0] > shares[-1]
             rows.append(
                 [
                     kind,
                     task,
-                    str(a["rank"]),
+                    str(a["rank"]) if beyond else f"({a['rank']}: no extrapolation)",
                     a["label"],
                     f"{100 * a['at_n']:.1f}%",
                     " · ".join(f"n={s}: {cell}" for s, cell in zip(sizes, a["cells"], strict=True)),

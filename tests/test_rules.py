@@ -215,6 +215,24 @@ def test_a_directional_row_inside_the_margin_on_three_seeds_says_inside() -> Non
     ]
 
 
+def test_a_sure_but_negligible_win_is_no_win() -> None:
+    # Two solved arms, A's loss 0.0080 against B's 0.0102 nats... but B is above the floor, so the loss informs:
+    # the interval excludes 0, and lies inside the margin of 0.01 nats. Not a win: with 5 seeds "not supported",
+    # with 3 "inconclusive" (the conclusion rests on the margin).
+    a5 = arm("a", [1.0] * 5, [0.0080, 0.0082, 0.0079, 0.0081, 0.0080])
+    b5 = arm("b", [1.0] * 5, [0.0102, 0.0104, 0.0101, 0.0103, 0.0102])
+    f = family([comp(a5, b5)], ["acc", "loss"], FLOOR, MARGIN)
+    assert f.rows[0].test.metric is LOSS and f.rows[0].test.oriented()[0] > 0
+    assert f.verdict == NOT_SUPPORTED
+    a3 = arm("a", [1.0] * 3, [0.0080, 0.0082, 0.0079])
+    b3 = arm("b", [1.0] * 3, [0.0102, 0.0104, 0.0101])
+    assert family([comp(a3, b3)], ["acc", "loss"], FLOOR, MARGIN).verdict == INCONCLUSIVE
+    # The same relative gap far from the floor is beyond the ±2% margin: a win.
+    a = arm("a", [1.0] * 3, [0.40, 0.41, 0.395])
+    b = arm("b", [1.0] * 3, [0.51, 0.52, 0.505])
+    assert family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN).verdict == SUPPORTED
+
+
 def test_not_worse_when_better_beyond_the_interval_needs_no_five_seeds() -> None:
     # 3 seeds, A clearly better: "not worse" holds by the interval alone (no margin argument, so no seed minimum);
     # A within the margin but not clearly better stays inconclusive at 3 seeds.

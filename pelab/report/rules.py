@@ -387,9 +387,15 @@ def _decide(kind: Kind, lo: float, hi: float, margin: float, n: int = MIN_EQUIVA
         return INCONCLUSIVE
     equivalence_ok = n >= MIN_EQUIVALENCE_SEEDS
     if kind == "better":
+        inside = -margin <= lo and hi <= margin
+        if inside and lo > 0:
+            # Sure but negligible: SCIENCE.md's directional rule also says "not supported when it lies inside the
+            # equivalence margin", and a difference the margin calls negligible (0.002 nats between two solved
+            # arms) is no win however tight its interval. Deciding that rests on the margin: 5 seeds.
+            return NOT_SUPPORTED if equivalence_ok else INCONCLUSIVE
         if lo > 0:
             return SUPPORTED
-        if hi < 0 or (equivalence_ok and -margin <= lo and hi <= margin):
+        if hi < 0 or (equivalence_ok and inside):
             return NOT_SUPPORTED
         return INCONCLUSIVE
     if kind == "beyond_margin":

@@ -43,6 +43,7 @@ from pelab.report.rules import (
     decide_some_group,
     family,
     from_diffs,
+    margin_for,
     metric,
     paired_test,
 )
@@ -599,9 +600,15 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         )
     )
     r.verdict = rule_c4(share.verdict, cost)
-    helps = [row for row in cost.tested if row.test.sign * row.test.mean < 0 and row.verdict == NOT_SUPPORTED]
+    # Untied ahead beyond the interval *and* the margin: a gap the margin calls negligible is not "did better"
+    helps = [
+        row
+        for row in cost.tested
+        if row.test.oriented()[1] < -margin_for(row.test.metric, ctx.margin, row.comparison.b.mean(row.test.metric.key))
+    ]
     direction = (
-        f"; on {len(helps)} of {len(cost.tested)} informative comparisons untied did better beyond its 95% interval"
+        f"; on {len(helps)} of {len(cost.tested)} informative comparisons untied did better beyond its 95% interval "
+        "and the margin"
         if helps
         else ""
     )

@@ -328,6 +328,7 @@ def kendall_rows(ctx: ReportContext) -> list[dict[str, Any]]:
                 by_seed[str(scheme)] = dict(zip(done["seed"].astype(int), done[col].astype(float), strict=True))
         taus = per_seed_tau(by_seed) if len(arms) >= MIN_RANKED_ARMS else []
         mean, lo, hi = t_interval(taus) if taus else (math.nan, math.nan, math.nan)
+        lo, hi = max(lo, -1.0), min(hi, 1.0)  # clipped to τ's range for display, as every interval is
         out.append({"task": task, "arms": sorted(arms, key=lambda a: -a[1]), "tau": mean, "lo": lo, "hi": hi,
                     "seeds": len(taus), "size": str(sized[-1][0]),
                     "params": (min(params), max(params)) if params else None})  # fmt: skip

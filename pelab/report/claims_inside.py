@@ -43,9 +43,9 @@ from pelab.report.rules import (
     decide_some_group,
     family,
     from_diffs,
-    margin_for,
     metric,
     paired_test,
+    row_margin,
 )
 from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
@@ -601,11 +601,7 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     )
     r.verdict = rule_c4(share.verdict, cost)
     # Untied ahead beyond the interval *and* the margin: a gap the margin calls negligible is not "did better"
-    helps = [
-        row
-        for row in cost.tested
-        if row.test.oriented()[1] < -margin_for(row.test.metric, ctx.margin, row.comparison.b.mean(row.test.metric.key))
-    ]
+    helps = [row for row in cost.tested if row.test.oriented()[1] < -row_margin(row, ctx.margin)]
     direction = (
         f"; on {len(helps)} of {len(cost.tested)} informative comparisons untied did better beyond its 95% interval "
         "and the margin"

@@ -526,7 +526,7 @@ def decide(
             continue
         skipped = [x.info for x in item.tests[: item.tests.index(t)] if x.info is not None]
         row = Row(c, INCONCLUSIVE, test=t, skipped=skipped)
-        m = margin_for(t.metric, margin, c.b.mean(t.metric.key))
+        m = row_margin(row, margin)
         if t.metric.relative and m > RELATIVE_MARGIN:
             row.notes.append(
                 f"margin ±{m:.0%} here: {t.metric.margin_floor:g} nats of B's {c.b.mean(t.metric.key):.3g} "
@@ -583,13 +583,13 @@ def decide_some_group(
     per = [decide(g, margin, kind, combine="all", alpha=alpha) for g in groups]
     pvalues = []
     for fam in per:
-        ps = [_p_for(kind, r.test, _row_margin(r, margin), "any") for r in fam.rows if r.test is not None]
+        ps = [_p_for(kind, r.test, row_margin(r, margin), "any") for r in fam.rows if r.test is not None]
         whole = fam.rows and all(r.tested for r in fam.rows) and not any(math.isnan(x) for x in ps)
         pvalues.append(max(ps) if whole else math.nan)
     verdicts = []
     for fam, (rejected, level) in zip(per, holm(pvalues, alpha), strict=True):
         holds = rejected and all(
-            _decide(kind, *r.test.oriented(level), _row_margin(r, margin), r.test.n) == SUPPORTED
+            _decide(kind, *r.test.oriented(level), row_margin(r, margin), r.test.n) == SUPPORTED
             for r in fam.rows
             if r.test is not None
         )
@@ -608,7 +608,8 @@ def decide_some_group(
     return Family(rows, _combine(verdicts, "any"), kind, "any", correction), verdicts
 
 
-def _row_margin(r: Row, margin: float) -> float:
+def row_margin(r: Row, margin: float) -> float:
+    """The margin a decided row is read against: ``margin_for`` its deciding metric and its B arm's mean."""
     assert r.test is not None
     return margin_for(r.test.metric, margin, r.comparison.b.mean(r.test.metric.key))
 

@@ -290,3 +290,9 @@ def test_c17_key_does_not_rank_arms_that_do_not_extrapolate() -> None:
     assert c17_top(arms, 0.53).startswith("no arm extrapolates") and "highest: a" in c17_top(arms, 0.53)
     good = [{"label": "a", "long": [0.90, 0.92, 0.91], "cells": ["91%"]}, *arms]
     assert c17_top(good, 0.53) == "a first (91%)"
+    # The table and the key read the same test: beyond the interval, not the mean (mean 0.56, interval spans 0.53).
+    from pelab.report.claims_training import extrapolates
+
+    wide = {"label": "w", "long": [0.40, 0.56, 0.72], "cells": ["56%"]}
+    assert not extrapolates(wide, 0.53) and c17_top([wide], 0.53).startswith("no arm extrapolates")
+    assert extrapolates(good[0], 0.53) and extrapolates(wide, math.nan)

@@ -446,12 +446,18 @@ def seen_share(ctx: ReportContext, task: str, n_train: int, n_eval: int) -> floa
 KAZEMNEJAD = ("none", "t5", "alibi", "rotary", "learned")
 
 
+def extrapolates(arm: dict, reference: float) -> bool:
+    """Whether an arm beats, beyond its 95% interval, a model right only at the positions it trained on."""
+    lo = t_interval(arm["long"])[1] if len(arm["long"]) else math.nan
+    return math.isnan(reference) or lo > reference
+
+
 def c17_top(ranked: list[dict], reference: float) -> str:
     """Who leads at the longest size, saying when the lead is a tie (the next arm's mean inside the leader's
     interval) and when every arm is at or below the seen-positions reference."""
     first = ranked[0]
-    mean, lo, _ = t_interval(first["long"])
-    if not math.isnan(reference) and mean <= reference:  # nobody extrapolates: a ranking of failures says nothing
+    _, lo, _ = t_interval(first["long"])
+    if not extrapolates(first, reference):  # nobody does, beyond its interval: a ranking of failures says nothing
         return (f"no arm extrapolates: every one at or below the {100 * reference:.0f}% a model right only where it "
                 f"trained would get (highest: {first['label']}, {first['cells'][-1]})")  # fmt: skip
     text = f"{first['label']} first ({first['cells'][-1]})"
@@ -511,12 +517,11 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         shares = [seen_share(ctx, task, n, m) for m in longer_sizes]
         sizes = [str(m) for m in longer_sizes]
         for a in ranked:
-            beyond = bool(a["long"]) and t_interval(a["long"])[0] > shares[-1]
             rows.append(
                 [
                     kind,
                     task,
-                    str(a["rank"]) if beyond else f"({a['rank']}: no extrapolation)",
+                    str(a["rank"]) if extrapolates(a, shares[-1]) else f"({a['rank']}: no extrapolation)",
                     a["label"],
                     f"{100 * a['at_n']:.1f}%",
                     " · ".join(f"n={s}: {cell}" for s, cell in zip(sizes, a["cells"], strict=True)),

@@ -111,3 +111,32 @@ def test_weights_and_optimiser_state_stay_fp32(runs: tuple[RunResult, RunResult,
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     assert {p.grad.dtype for p in model.parameters() if p.grad is not None} == {torch.float32}
     assert {v.dtype for s in opt.state.values() for v in s.values() if v.is_floating_point()} == {torch.float32}
+
+
+@needs_bf16
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_attention_under_cpu_bf16_autocast_runs_in_fp32(causal: bool, with_bias: bool) -> None:
+    """The bf16 flash-attention backward on CPU is slower than fp32's, so under CPU autocast ``attend`` runs
+    attention in fp32: its output and gradients equal plain fp32 attention on the same (bf16-rounded) inputs,
+    and outside autocast it is exactly PyTorch's attention."""
+    from pelab.model import attend
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 7, 8, generator=g, dtype=torch.bfloat16).requires_grad_() for _ in range(3))
+    bias = torch.randn(3, 7, 7, generator=g) if with_bias else None
+    if bias is not None and causal:
+        bias = bias.masked_fill(torch.ones(7, 7, dtype=torch.bool).triu(1), float("-inf"))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = attend(q, k, v, bias, causal and bias is None, 0.0)
+    y.sum().backward()
+    q32, k32, v32 = (t.detach().float().requires_grad_() for t in (q, k, v))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    ref = sdpa(q32, k32, v32, attn_mask=bias, is_causal=causal and bias is None)
+    ref.sum().backward()
+    assert y.dtype == torch.float32
+    torch.testing.assert_close(y, ref, rtol=0, atol=0)
+    for t, t32 in ((q, q32), (k, k32), (v, v32)):
+        torch.testing.assert_close(t.grad, t32.grad.to(torch.bfloat16), rtol=0, atol=0)
+    plain = attend(q32.detach(), k32.detach(), v32.detach(), bias, causal and bias is None, 0.0)
+    torch.testing.assert_close(plain, ref.detach(), rtol=0, atol=0)

@@ -7,10 +7,21 @@ so a verdict can be trusted without rerunning a study.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
-from pelab.report.claims_inside import rule_c1, rule_c2, rule_c3, rule_c4, rule_c8, rule_c10, shrink_evidence
+from pelab.report.claims_inside import (
+    cost_half,
+    rule_c1,
+    rule_c2,
+    rule_c3,
+    rule_c4,
+    rule_c8,
+    rule_c10,
+    shrink_evidence,
+    swapped,
+)
 from pelab.report.claims_pretrained import rule_c9
 from pelab.report.claims_training import rule_c6, rule_c7, rule_c17
 from pelab.report.rules import PROBE, Comparison, Evidence, Side, decide, decide_some_group, family, paired_test
@@ -58,6 +69,28 @@ def test_c6_every_branch() -> None:
     ceil = comp(arm("c", CEIL, [0.010, 0.011, 0.012, 0.010, 0.011]), arm("a", CEIL, [0.02, 0.022, 0.021, 0.02, 0.023]))
     f = rule_c6([ceil], FLOOR, MARGIN)
     assert f.verdict == SUPPORTED and f.rows[0].test.metric.key == "loss"
+
+
+def test_c6_names_a_win_on_learning_speed_alone() -> None:
+    """Both arms at 100% and below the loss floor: the area under the learning curve decides (SCIENCE.md's
+    fallback), and the claim says the win is in speed, not final quality; a win on loss anywhere is not."""
+    from pelab.report.claims import ClaimResult, row_records
+    from pelab.report.claims_training import speed_only
+    from pelab.report.summary import SPEED_WIN, headline
+
+    solved = [0.004, 0.005, 0.004, 0.005, 0.004]
+    fast = comp(arm("c", CEIL, solved, auc=[0.95, 0.96, 0.95, 0.97, 0.96]), arm("a", CEIL, solved, auc=[0.90] * 5))
+    f = rule_c6([fast], FLOOR, MARGIN)
+    assert f.verdict == SUPPORTED and f.rows[0].test.metric.key == "auc" and speed_only(f)
+    lower, higher = [0.010, 0.011, 0.012, 0.010, 0.011], [0.02, 0.022, 0.021, 0.02, 0.023]
+    better = comp(arm("c", CEIL, lower), arm("a", CEIL, higher))
+    assert not speed_only(rule_c6([fast, better], FLOOR, MARGIN))
+
+    def c6(fam) -> ClaimResult:
+        return ClaimResult("C6", "t", "", "", "", verdict=fam.verdict, rows=row_records(fam, "concat_split vs add"))
+
+    assert SPEED_WIN in headline([c6(f)]) and "learned faster" in SPEED_WIN
+    assert SPEED_WIN not in headline([c6(rule_c6([fast, better], FLOOR, MARGIN))])
 
 
 # --- C7: learned ≈ sinusoidal on every comparison ----------------------------------------------
@@ -154,17 +187,37 @@ def test_c3_every_branch() -> None:
 
 
 # --- C4: both halves named -----------------------------------------------------------------------
+def c4_half(a: list[float], b: list[float]) -> str:
+    comps = [comp(arm("add", a), arm("untied", b))]
+    return cost_half(family(comps, CHAIN, FLOOR, MARGIN), family(swapped(comps), CHAIN, FLOOR, MARGIN))
+
+
 def test_c4_every_branch() -> None:
-    costs = family([comp(arm("add", WIN), arm("untied", BASE))], CHAIN, FLOOR, MARGIN)
-    free = family([comp(arm("add", TIE_A), arm("untied", TIE_B))], CHAIN, FLOOR, MARGIN)
-    unclear = family([comp(arm("add", NOISY), arm("untied", FLAT))], CHAIN, FLOOR, MARGIN)
-    ceiling = family([comp(arm("add", CEIL), arm("untied", CEIL))], CHAIN, FLOOR, MARGIN)
+    costs, free, unclear, ceiling = c4_half(WIN, BASE), c4_half(TIE_A, TIE_B), c4_half(NOISY, FLAT), c4_half(CEIL, CEIL)
+    assert (costs, free, unclear, ceiling) == (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NO_INFO)
     assert rule_c4(SUPPORTED, costs) == SUPPORTED
     assert rule_c4(SUPPORTED, free) == NOT_SUPPORTED  # the cross terms are there, but removing them is free
     assert rule_c4(NOT_SUPPORTED, costs) == NOT_SUPPORTED
     assert rule_c4(SUPPORTED, unclear) == INCONCLUSIVE
     assert rule_c4(SUPPORTED, ceiling) == NO_INFO
-    assert rule_c4(TOO_SMALL, family([comp(arm("a", LOW), arm("u", LOW))], CHAIN, FLOOR, MARGIN)) == TOO_SMALL
+    assert rule_c4(TOO_SMALL, c4_half(LOW, LOW)) == TOO_SMALL
+
+
+def test_c4_removing_them_costs_is_general_so_one_comparison_where_it_helps_refutes_it() -> None:
+    """One task where add beats untied and two where untied beats add (each far beyond its Holm interval): the
+    existential reading called this "removing them costs: supported"; the general one says not supported."""
+    comps = [
+        comp(arm("add", WIN), arm("untied", BASE), task="a"),
+        comp(arm("add", BASE), arm("untied", WIN), task="b"),
+        comp(arm("add", BASE), arm("untied", WIN), task="c"),
+    ]
+    cost, helps = family(comps, CHAIN, FLOOR, MARGIN), family(swapped(comps), CHAIN, FLOOR, MARGIN)
+    assert cost.verdict == SUPPORTED and helps.verdict == SUPPORTED  # both directions hold somewhere
+    assert cost_half(cost, helps) == NOT_SUPPORTED
+    assert rule_c4(SUPPORTED, cost_half(cost, helps)) == NOT_SUPPORTED
+    # helping somewhere only within the interval does not refute: removing them costs, and nowhere helps for sure
+    unsure = [comps[0], comp(arm("add", FLAT), arm("untied", NOISY), task="b")]
+    assert cost_half(family(unsure, CHAIN, FLOOR, MARGIN), family(swapped(unsure), CHAIN, FLOOR, MARGIN)) == SUPPORTED
 
 
 # --- C8: equivariance and a learned NoPE decoder's probe against two controls --------------------
@@ -296,3 +349,24 @@ def test_c17_key_does_not_rank_arms_that_do_not_extrapolate() -> None:
     wide = {"label": "w", "long": [0.40, 0.56, 0.72], "cells": ["56%"]}
     assert not extrapolates(wide, 0.53) and c17_top([wide], 0.53).startswith("no arm extrapolates")
     assert extrapolates(good[0], 0.53) and extrapolates(wide, math.nan)
+
+
+def test_a_claim_with_no_comparison_at_all_is_not_run_rather_than_budget_too_small() -> None:
+    """A study without a claim's task forms no comparison: "budget too small" would say a budget was tried."""
+    from pelab.report.claims import Claim, ClaimResult
+    from pelab.report.verdicts import NOT_RUN
+
+    def evaluate(run_ids: list[str], key: str):
+        def fn(ctx: object, r: ClaimResult) -> ClaimResult:
+            r.verdict, r.run_ids, r.key = TOO_SMALL, run_ids, key
+            return r
+
+        return fn
+
+    ctx = SimpleNamespace(floor=FLOOR, margin=MARGIN)
+    absent = Claim("C99", "t", "c", "s", ("acc",), "rule", evaluate([], "budget too small on every task")).run(ctx)
+    assert absent.verdict == NOT_RUN and absent.key == "not run: this study has no runs this claim compares"
+    named = Claim("C99", "t", "c", "s", ("acc",), "rule", evaluate([], "not run: no sincos2d runs")).run(ctx)
+    assert named.verdict == NOT_RUN and named.key == "not run: no sincos2d runs"
+    tried = Claim("C99", "t", "c", "s", ("acc",), "rule", evaluate(["r1", "r2"], "arms below the floor")).run(ctx)
+    assert tried.verdict == TOO_SMALL and tried.key == "arms below the floor"

@@ -29,7 +29,7 @@ from pelab.report.claims import (
 )
 from pelab.report.evidence import arms_table, compare, compare_wide
 from pelab.report.figures import arms_plot
-from pelab.report.rules import Comparison, Family, family
+from pelab.report.rules import LOSS_FLOOR, Comparison, Family, family
 from pelab.report.verdicts import EXACT, NO_INFO, REPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
 
@@ -212,7 +212,8 @@ def c5(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     "supported when concat_split − add is above 0 beyond the Holm-corrected interval on some comparison (both "
     "arms above the floor of {floor}); not supported when every informative comparison has add ahead or the two "
     "within the margin ({margin} accuracy, ±2% relative loss); deciding metric: accuracy, then held-out loss "
-    "where accuracy carries no information",
+    "where accuracy carries no information, then how fast each learned (area under the learning curve) where both "
+    "arms also sit below the loss floor; a win on that last one alone is named a learning-speed win",
     metrics=CHAIN,
 )
 def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
@@ -233,9 +234,21 @@ def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     for task in _tasks(frame[frame["model.combine"].isin(["add", "concat_split"])]):
         r.figures.append(arm_figure(ctx, frame, task, "arms", f"{task}: accuracy per arm"))
     r.key = key_of(fam, WHERE)
+    if speed_only(fam):
+        r.key += (
+            f" — a learning-speed win only: on every comparison concat_split won, both arms solved the task (accuracy "
+            f"at the ceiling, held-out loss below {LOSS_FLOOR} nats), so it learned faster, not better"
+        )
     r.setup = f"{len(fam.rows)} paired comparisons over tasks, schemes and widths; parameters of both arms beside each"
     _finish(r, ctx, {"concat_split vs add": fam, "concat_wide vs add at its width": wide})
     return r
+
+
+def speed_only(fam: Family) -> bool:
+    """Every comparison that supports the claim was decided on learning speed (AUC): both arms had solved the
+    task, so the win says how fast, not how well. SCIENCE.md allows that fallback; the reader is told."""
+    wins = [row for row in fam.rows if row.verdict == SUPPORTED and row.test is not None]
+    return bool(wins) and all(row.test.metric.key == "auc" for row in wins)
 
 
 @claim(

@@ -17,6 +17,7 @@ from pelab.report.verdicts import (
     EXACT,
     INCONCLUSIVE,
     NO_INFO,
+    NOT_RUN,
     NOT_SUPPORTED,
     REPORTED,
     SUPPORTED,
@@ -34,6 +35,7 @@ PHRASE = {
     INCONCLUSIVE: "not settled at this budget",
     NO_INFO: "these tasks cannot tell (every comparison whose arms learned sat at a ceiling on every deciding metric)",
     TOO_SMALL: "no verdict: the arms did not learn at this budget",
+    NOT_RUN: "not run in this study (its tasks or arms are not in it)",
     REPORTED: "measured; no verdict by design",
     ERROR: "the evidence could not be computed",
 }
@@ -78,6 +80,19 @@ HEADLINE = {
 }
 
 
+SPEED_WIN = (
+    "concatenating at the same width learned faster than adding on at least one task, where both solved it "
+    "(a learning-speed win: no task showed a better final accuracy or loss)"
+)
+
+
+def speed_win(c6: ClaimResult) -> bool:
+    """C6 supported on learning speed alone: every same-width win was decided on the area under the learning
+    curve, both arms having solved the task. "Beat" would read as final quality; the headline says which."""
+    wins = [r for r in c6.rows if r["family"] == "concat_split vs add" and r["verdict"] == SUPPORTED]
+    return c6.verdict == SUPPORTED and bool(wins) and all(r["metric"] == "auc" for r in wins)
+
+
 def headline(claims: list[ClaimResult]) -> str:
     """'Added or concatenated?' answered from the verdicts, one clause per claim that bears on it."""
     by_id = {c.id: c for c in claims}
@@ -85,7 +100,7 @@ def headline(claims: list[ClaimResult]) -> str:
     for cid in ("C6", "C9", "C10"):
         c = by_id.get(cid)
         if c is not None and c.verdict in HEADLINE[cid]:
-            parts.append(f"{HEADLINE[cid][c.verdict]} ({cid})")
+            parts.append(f"{SPEED_WIN if cid == 'C6' and speed_win(c) else HEADLINE[cid][c.verdict]} ({cid})")
     c6 = by_id.get("C6")
     wide = [r for r in (c6.rows if c6 else []) if r["family"].startswith("concat_wide") and r["verdict"] == SUPPORTED]
     if wide:
@@ -180,7 +195,9 @@ def claims_markdown() -> str:
         "  must hold 'on every comparison' needs every row at 95% (an intersection–union test) and is refuted",
         "  by one row at its Holm level. The report states how many comparisons there were.",
         "- **Verdicts.** *supported*, *not supported*, *inconclusive at this budget*, *no information*,",
-        "  *budget too small*; *exact* for closed-form checks; *reported* where SCIENCE.md asks for numbers only.",
+        "  *budget too small*; *not run in this study* where the study has none of the runs a claim compares (a",
+        "  study without its task or arms: no budget was tried); *exact* for closed-form checks; *reported* where",
+        "  SCIENCE.md asks for numbers only.",
         "",
     ]
     for c in all_claims():

@@ -11,12 +11,15 @@ SUPPORTED = "supported"
 NOT_SUPPORTED = "not supported"
 INCONCLUSIVE = "inconclusive at this budget"
 TOO_SMALL = "budget too small: arms did not learn"
+#: The study has no runs a claim could compare (its task or its arms are not in the study): unlike TOO_SMALL,
+#: no budget was tried, so nothing is said about one.
+NOT_RUN = "not run in this study"
 NO_INFO = "no information"  # both arms at a ceiling, or paired differences with zero spread, on every metric
 REPORTED = "reported"
 EXACT = "exact"
 ERROR = "error"
 #: Every word a claim's verdict can be, in the order a reader meets them.
-VERDICTS = (EXACT, SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NO_INFO, TOO_SMALL, REPORTED, ERROR)
+VERDICTS = (EXACT, SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NO_INFO, TOO_SMALL, NOT_RUN, REPORTED, ERROR)
 
 
 class Look(NamedTuple):
@@ -33,6 +36,7 @@ LOOKS: dict[str, Look] = {
     INCONCLUSIVE: Look("v-inconclusive", "?", "yellow"),
     NO_INFO: Look("v-no-info", "∅", "dim"),
     TOO_SMALL: Look("v-too-small", "↓", "magenta"),
+    NOT_RUN: Look("v-not-run", "○", "dim italic"),
     REPORTED: Look("v-reported", "•", "blue"),
     ERROR: Look("v-error", "!", "bold white on red"),
 }

@@ -7,7 +7,6 @@ so a verdict can be trusted without rerunning a study.
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 
@@ -351,22 +350,12 @@ def test_c17_key_does_not_rank_arms_that_do_not_extrapolate() -> None:
     assert extrapolates(good[0], 0.53) and extrapolates(wide, math.nan)
 
 
-def test_a_claim_with_no_comparison_at_all_is_not_run_rather_than_budget_too_small() -> None:
-    """A study without a claim's task forms no comparison: "budget too small" would say a budget was tried."""
-    from pelab.report.claims import Claim, ClaimResult
+def test_a_family_with_no_comparison_is_not_run_and_so_is_a_claim_half_built_on_it() -> None:
     from pelab.report.verdicts import NOT_RUN
 
-    def evaluate(run_ids: list[str], key: str):
-        def fn(ctx: object, r: ClaimResult) -> ClaimResult:
-            r.verdict, r.run_ids, r.key = TOO_SMALL, run_ids, key
-            return r
-
-        return fn
-
-    ctx = SimpleNamespace(floor=FLOOR, margin=MARGIN)
-    absent = Claim("C99", "t", "c", "s", ("acc",), "rule", evaluate([], "budget too small on every task")).run(ctx)
-    assert absent.verdict == NOT_RUN and absent.key == "not run: this study has no runs this claim compares"
-    named = Claim("C99", "t", "c", "s", ("acc",), "rule", evaluate([], "not run: no sincos2d runs")).run(ctx)
-    assert named.verdict == NOT_RUN and named.key == "not run: no sincos2d runs"
-    tried = Claim("C99", "t", "c", "s", ("acc",), "rule", evaluate(["r1", "r2"], "arms below the floor")).run(ctx)
-    assert tried.verdict == TOO_SMALL and tried.key == "arms below the floor"
+    empty = family([], CHAIN, FLOOR, MARGIN)
+    assert empty.verdict == NOT_RUN
+    assert family([comp(arm("a", LOW), arm("b", LOW))], CHAIN, FLOOR, MARGIN).verdict == TOO_SMALL  # tried: too small
+    assert rule_c4(SUPPORTED, cost_half(empty, empty)) == NOT_RUN  # the share measured, no untied arm to remove them
+    assert rule_c4(SUPPORTED, c4_half(LOW, LOW)) == TOO_SMALL
+    assert rule_c2(empty, empty, empty) == NOT_RUN

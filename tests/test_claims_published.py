@@ -19,7 +19,7 @@ from pelab.report.claims_published import (
     rule_c19,
 )
 from pelab.report.rules import LM_LEARNED_SHARE, Comparison, Side
-from pelab.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
 FLOOR, MARGIN = 0.8, 0.01
 LN2 = math.log(2)
@@ -105,6 +105,9 @@ def test_c18_halves_combine() -> None:
     assert combine_halves(SUPPORTED, NOT_SUPPORTED) == NOT_SUPPORTED
     assert combine_halves(NOT_SUPPORTED, TOO_SMALL) == INCONCLUSIVE  # masked half not run: never refuted
     assert combine_halves(TOO_SMALL, TOO_SMALL) == TOO_SMALL
+    assert combine_halves(NOT_RUN, NOT_RUN) == NOT_RUN  # neither half in the study: no budget was tried
+    assert combine_halves(TOO_SMALL, NOT_RUN) == TOO_SMALL
+    assert combine_halves(SUPPORTED, NOT_RUN) == INCONCLUSIVE  # masked half not run: never refuted, never supported
     assert combine_halves(SUPPORTED, TOO_SMALL) == INCONCLUSIVE
     assert combine_halves(TOO_SMALL, SUPPORTED) == INCONCLUSIVE
     assert combine_halves(SUPPORTED, INCONCLUSIVE) == INCONCLUSIVE

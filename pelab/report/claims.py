@@ -28,7 +28,7 @@ import pandas as pd
 
 from pelab import forkserver
 from pelab.report.rules import ACC, Family, Row, Side, metric
-from pelab.report.verdicts import NO_INFO, NOT_RUN, TOO_SMALL
+from pelab.report.verdicts import NO_INFO, TOO_SMALL
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 
@@ -116,14 +116,7 @@ class Claim:
             rule=self.rule_for(ctx.floor, ctx.margin),
             doc=f"{DOC}#{self.id.lower()}",
         )
-        r = self.evaluate(ctx, r)
-        if r.verdict == TOO_SMALL and not r.run_ids:
-            # No comparison was formed at all: the study lacks the claim's task or arms. "Budget too small" would
-            # say a budget was tried and fell short; none was.
-            r.verdict = NOT_RUN
-            if not r.key.startswith("not run"):  # a claim's own "not run: …" names what is missing; keep it
-                r.key = "not run: this study has no runs this claim compares"
-        return r
+        return self.evaluate(ctx, r)
 
 
 REGISTRY: dict[str, Claim] = {}

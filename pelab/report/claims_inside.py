@@ -46,7 +46,7 @@ from pelab.report.rules import (
     metric,
     paired_test,
 )
-from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
 #: C1/C15 look at the encoding at the size of the question's figures.
 C1_D, C1_LENGTH = 512, 128
@@ -165,7 +165,7 @@ def rule_c2(geometry: Family, not_worse: Family, concat_wins: Family) -> str:
         return NOT_SUPPORTED
     if geometry.verdict == SUPPORTED and not_worse.verdict == SUPPORTED:
         return SUPPORTED
-    for v in (TOO_SMALL, NO_INFO):
+    for v in (TOO_SMALL, NOT_RUN, NO_INFO):
         if v in (geometry.verdict, not_worse.verdict):
             return v
     return INCONCLUSIVE
@@ -201,7 +201,7 @@ def rule_c4(share: str, cost: str) -> str:  # share: the per-arm threshold famil
         return NOT_SUPPORTED
     if share == SUPPORTED and cost == SUPPORTED:
         return SUPPORTED
-    for v in (TOO_SMALL, NO_INFO):
+    for v in (TOO_SMALL, NOT_RUN, NO_INFO):
         if v in (share, cost):
             return v
     return INCONCLUSIVE
@@ -544,7 +544,8 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         )
     r.key = f"random cosines follow the law: {'yes' if law_ok else 'no'}; " + ("; ".join(shrink) or "no width series")
     r.metric = used_metrics(fam)
-    r.run_ids = runs_of(fam)
+    # every run of every width series, learned or not (the series rows themselves are built from differences)
+    r.run_ids = sorted(set(runs_of(fam)) | {run for cs in series.values() for c in cs for run in c.run_ids()})
     r.rows = row_records(fam, "gap shrinks")
     return r
 
@@ -868,7 +869,7 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             f"no informative comparison among {len(fam.rows)}: "
             + "; ".join(f"{n} with {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
             if reasons
-            else "no pair of learned arms"
+            else "not run: this study has no add and concat_split arms of a token task at one width"
         )
     r.notes.append("Concatenation is lossless by construction: ||[x_a − x_b; p_i − p_j]|| ≥ ||p_i − p_j||.")
     r.metric = used_metrics(fam)

@@ -33,7 +33,7 @@ from pelab.report.claims import (
 from pelab.report.claims_training import arm_figure, key_of
 from pelab.report.evidence import compare, compare_wide
 from pelab.report.rules import Comparison, Family, family
-from pelab.report.verdicts import INCONCLUSIVE, REPORTED
+from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, REPORTED
 
 
 def folder(ctx_folder: Path) -> Path:
@@ -111,8 +111,8 @@ def c9_frame(ctx: ReportContext) -> pd.DataFrame:
 def c9(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     wo = c9_frame(ctx)
     if wo.empty:
-        r.verdict = INCONCLUSIVE
-        r.key = "this study has no wordorder runs on MiniLM's frozen word vectors (see the quick preset's C9 grids)"
+        r.verdict = NOT_RUN
+        r.key = "not run: this study has no wordorder runs on MiniLM's frozen word vectors (the quick preset has them)"
         r.caveats.append(r.key)
         return r
     comps = []

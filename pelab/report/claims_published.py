@@ -30,7 +30,7 @@ from pelab.report.claims import (
 from pelab.report.claims_training import ARM, _finish, key_of, position_frame
 from pelab.report.evidence import compare, side
 from pelab.report.rules import Comparison, Evidence, Family, decide, family, metric, paired_test
-from pelab.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
 
 NOPE = ("none", "none")
@@ -95,8 +95,8 @@ def combine_halves(causal: str, masked: str) -> str:
     causal_ok = causal in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)  # NoPE and the best both learned
     if masked == NOT_SUPPORTED:
         return NOT_SUPPORTED
-    if causal == TOO_SMALL and masked == TOO_SMALL:
-        return TOO_SMALL
+    if causal in (TOO_SMALL, NOT_RUN) and masked in (TOO_SMALL, NOT_RUN):
+        return TOO_SMALL if TOO_SMALL in (causal, masked) else NOT_RUN
     if masked == SUPPORTED and causal_ok:
         return SUPPORTED
     return INCONCLUSIVE
@@ -146,7 +146,7 @@ def c18(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     causal = best_against_nope(_text_frame(ctx, "charlm"))
     masked = best_against_nope(_text_frame(ctx, "mlm"), reverse=True)
     if not causal and not masked:
-        r.verdict = TOO_SMALL
+        r.verdict = NOT_RUN
         r.key = "not run: the study has no charlm or mlm runs with NoPE and a scheme with positions"
         return r
     verdict, causal_fam, masked_fam = rule_c18(causal, masked, ctx.floor, ctx.margin)
@@ -274,7 +274,7 @@ def c19(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     f = grid_frame(ctx)
     comps = compare(f, [GRID_COMBINE], ("concat",), ("add",)) if not f.empty else []
     if not comps:
-        r.verdict = TOO_SMALL
+        r.verdict = NOT_RUN
         r.key = "not run: the study has no sincos2d runs with both row/column layouts"
         return r
     fam = rule_c19(comps, ctx.floor, ctx.margin)

@@ -30,7 +30,7 @@ from pelab.report.claims import (
 from pelab.report.evidence import arms_table, compare, compare_wide
 from pelab.report.figures import arms_plot
 from pelab.report.rules import LOSS_FLOOR, Comparison, Family, family
-from pelab.report.verdicts import EXACT, NO_INFO, REPORTED, SUPPORTED, TOO_SMALL
+from pelab.report.verdicts import EXACT, NO_INFO, NOT_RUN, REPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
 
 ARM = ["model.position.scheme", "model.combine"]
@@ -63,7 +63,10 @@ def rule_reported(comps: list[Comparison], floor: float, margin: float) -> Famil
 
 # --- helpers ------------------------------------------------------------------------------
 def reported_or_too_small(fam: Family) -> str:
-    """A claim reported without a verdict still says when none of its comparisons had arms that learned."""
+    """A claim reported without a verdict still says when none of its comparisons had arms that learned, or when
+    the study ran none of them."""
+    if not fam.rows:
+        return NOT_RUN
     return REPORTED if learned_rows(fam) else TOO_SMALL
 
 
@@ -102,6 +105,8 @@ def arm_figure(ctx: ReportContext, frame: pd.DataFrame, task: str, name: str, ti
 def key_of(fam: Family, keys: list[str], best: bool = True) -> str:
     """The key figure: the most telling learned comparison (never one below the floor)."""
     rows = [r for r in learned_rows(fam) if r.test is not None]
+    if not fam.rows:
+        return "not run: this study has none of these comparisons"
     if not rows:
         if any(r.verdict == NO_INFO for r in fam.rows):
             return "no information: every learned comparison at a ceiling"
@@ -590,5 +595,7 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             f"study ran no causal decoder with {', '.join(missing)}."
         )
     r.run_ids = sorted(frame.run_id.tolist())
-    r.verdict = REPORTED if rows else TOO_SMALL
+    r.verdict = REPORTED if rows else TOO_SMALL if below else NOT_RUN
+    if r.verdict == NOT_RUN:
+        r.key = "not run: no task in this study is evaluated beyond its training length"
     return r

@@ -36,7 +36,7 @@ import numpy as np
 from scipy import stats as st
 
 from pelab.records import sizes_in
-from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
 ALPHA = 0.05
 #: Default equivalence margin on relative metrics (loss, perplexity): ±2% of the baseline.
@@ -615,6 +615,8 @@ def row_margin(r: Row, margin: float) -> float:
 
 
 def _combine(verdicts: Sequence[str], how: Literal["any", "all"]) -> str:
+    if not verdicts:  # no comparison at all: the study lacks its arms, which says nothing of a budget
+        return NOT_RUN
     learned = [v for v in verdicts if v != TOO_SMALL]
     if not learned:
         return TOO_SMALL

@@ -82,7 +82,7 @@ HEADLINE = {
 
 SPEED_WIN = (
     "concatenating at the same width learned faster than adding on at least one task, where both solved it "
-    "(a learning-speed win: no task showed a better final accuracy or loss)"
+    "(a learning-speed win: on no task was its final accuracy or loss better beyond the interval)"
 )
 
 

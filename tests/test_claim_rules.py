@@ -11,6 +11,7 @@ import math
 import pytest
 
 from pelab.report.claims_inside import (
+    c2_families,
     cost_half,
     rule_c1,
     rule_c2,
@@ -63,6 +64,9 @@ def test_c6_every_branch() -> None:
     assert rule_c6([tie, comp(arm("c", BASE), arm("a", WIN))], FLOOR, MARGIN).verdict == NOT_SUPPORTED
     assert rule_c6([tie, noisy], FLOOR, MARGIN).verdict == INCONCLUSIVE
     assert rule_c6([comp(arm("c", LOW), arm("a", LOW))], FLOOR, MARGIN).verdict == TOO_SMALL
+    # one-sided: add failing where concat_split learned is the claim's win; concat_split failing says nothing
+    assert rule_c6([comp(arm("c", WIN), arm("a", LOW))], FLOOR, MARGIN).verdict == SUPPORTED
+    assert rule_c6([comp(arm("c", LOW), arm("a", WIN))], FLOOR, MARGIN).verdict == TOO_SMALL
     assert rule_c6([comp(arm("c", CEIL), arm("a", CEIL))], FLOOR, MARGIN).verdict == NO_INFO
     # The issue's own case: both arms at 100%, and the loss says which learned better.
     ceil = comp(arm("c", CEIL, [0.010, 0.011, 0.012, 0.010, 0.011]), arm("a", CEIL, [0.02, 0.022, 0.021, 0.02, 0.023]))
@@ -147,9 +151,7 @@ def test_c2_every_branch() -> None:
     add_worse = [comp(arm("add", BASE), arm("concat", WIN))]
 
     def halves(comps):
-        not_worse = family(comps, CHAIN, FLOOR, MARGIN, kind="not_worse", combine="all")
-        concat_wins = family([Comparison(c.where, c.b, c.a) for c in comps], CHAIN, FLOOR, MARGIN)
-        return not_worse, concat_wins
+        return c2_families(comps, FLOOR, MARGIN)
 
     assert rule_c2(falls, *halves(tie)) == SUPPORTED
     assert rule_c2(grows, *halves(tie)) == NOT_SUPPORTED
@@ -159,6 +161,14 @@ def test_c2_every_branch() -> None:
     assert rule_c2(falls, *halves([comp(arm("add", CEIL), arm("concat", CEIL))])) == NO_INFO
     # 'none may be dropped': one learned comparison where concat wins refutes it, whatever the others say.
     assert rule_c2(falls, *halves(tie + add_worse)) == NOT_SUPPORTED
+    # ... and so does one where concat_split learned and add did not: add's failure is the evidence, not a budget
+    add_failed = [comp(arm("add", LOW), arm("concat", WIN))]
+    assert rule_c2(falls, *halves(tie + add_failed)) == NOT_SUPPORTED
+    assert halves(add_failed)[1].verdict == SUPPORTED  # concat_split better, beyond the interval
+    # where concat_split did not learn, add beating it shows nothing: dropped, as before
+    concat_failed = [comp(arm("add", WIN), arm("concat", LOW))]
+    assert rule_c2(falls, *halves(tie + concat_failed)) == SUPPORTED
+    assert rule_c2(falls, *halves(concat_failed)) == TOO_SMALL
 
 
 # --- C3: the gap shrinks as d grows --------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -29,7 +28,7 @@ from pelab.report.claims import (
 )
 from pelab.report.claims_training import ARM, _finish, key_of, position_frame
 from pelab.report.evidence import compare, side
-from pelab.report.rules import Comparison, Evidence, Family, decide, family, metric, paired_test
+from pelab.report.rules import Comparison, Evidence, Family, decide, family, family_one_sided, metric, paired_test
 from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
 
@@ -79,11 +78,8 @@ def rule_c18(causal: Sequence[Comparison], masked: Sequence[Comparison], floor: 
     The verdict is ``combine_halves``: the masked half decides once the causal NoPE model learned (the causal gap
     is stated either way); too small when neither could be tested; inconclusive otherwise."""
     causal_fam = family(causal, ("bpb",), floor, margin, kind="not_worse", combine="all")
-    items = [Evidence(c, c.a.learned(floor), (paired_test(c, metric("bpb")),)) for c in masked]
-    masked_fam = replace(
-        decide(items, margin, kind="beyond_margin", combine="all"),
-        learned_words="with the scheme with positions above the floor (NoPE's failure is the claim)",
-    )
+    words = "with the scheme with positions above the floor (NoPE's failure is the claim)"
+    masked_fam = family_one_sided(masked, ("bpb",), floor, margin, "a", words, kind="beyond_margin", combine="all")
     return combine_halves(causal_fam.verdict, masked_fam.verdict), causal_fam, masked_fam
 
 
@@ -223,11 +219,8 @@ def rule_c19(comps: list[Comparison], floor: float, margin: float) -> Family:
     interval, on some comparison. Only A must have learned: an added table that cannot tell (r, c) from (c, r)
     is capped below the floor on a task that asks which cell (5/8 on a 4×4 grid), and that failure is the
     claim's point, not a budget too small."""
-    items = [Evidence(c, c.a.learned(floor), tuple(paired_test(c, metric(k)) for k in CHAIN)) for c in comps]
-    return replace(
-        decide(items, margin, kind="better", combine="any"),
-        learned_words="with the concatenated arm above the floor (the added one's failure is the claim)",
-    )
+    words = "with the concatenated arm above the floor (the added one's failure is the claim)"
+    return family_one_sided(comps, CHAIN, floor, margin, "a", words, kind="better", combine="any")
 
 
 def collision_rows(ctx: ReportContext) -> list[list[str]]:

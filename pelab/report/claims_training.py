@@ -29,7 +29,7 @@ from pelab.report.claims import (
 )
 from pelab.report.evidence import arms_table, compare, compare_wide
 from pelab.report.figures import arms_plot
-from pelab.report.rules import LOSS_FLOOR, Comparison, Family, family
+from pelab.report.rules import LOSS_FLOOR, Comparison, Family, family, family_one_sided
 from pelab.report.verdicts import EXACT, NO_INFO, NOT_RUN, REPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
 
@@ -39,8 +39,11 @@ WHERE = ["task.name", "model.position.scheme", "model.d"]
 
 # --- the pure rules -----------------------------------------------------------------------
 def rule_c6(comps: list[Comparison], floor: float, margin: float) -> Family:
-    """C6: concat_split beats add at equal width on *some* comparison (Holm across them)."""
-    return family(comps, CHAIN, floor, margin, kind="better", combine="any")
+    """C6: concat_split beats add at equal width on *some* comparison (Holm across them). Only concat_split must
+    have learned: add failing where concat_split learned is the win the claim speaks of, not a budget too small
+    (as in C2 and C19); where concat_split did not learn, the comparison says nothing."""
+    words = "with concat_split above the floor (add failing where it learned is a win for the claim)"
+    return family_one_sided(comps, CHAIN, floor, margin, "a", words, kind="better", combine="any")
 
 
 #: C7's deciding metrics: the final quality of the trained models, as Vaswani et al.'s Table 3 compares them
@@ -214,8 +217,9 @@ def c5(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     "Concatenation can beat addition without making the model bigger",
     "[x ; p] with a smaller token part (same model width) learns better than x + p.",
     "the question's proposal",
-    "supported when concat_split − add is above 0 beyond the Holm-corrected interval on some comparison (both "
-    "arms above the floor of {floor}); not supported when every informative comparison has add ahead or the two "
+    "supported when concat_split − add is above 0 beyond the Holm-corrected interval on some comparison "
+    "(concat_split above the floor of {floor}; add failing where concat_split learned counts as its win); not "
+    "supported when every informative comparison has add ahead or the two "
     "within the margin ({margin} accuracy, ±2% relative loss); deciding metric: accuracy, then held-out loss "
     "where accuracy carries no information, then how fast each learned (area under the learning curve) where both "
     "arms also sit below the loss floor; a win on that last one alone is named a learning-speed win",

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -490,6 +490,27 @@ def family(
 ) -> Family:
     """Decide every comparison on the first informative metric of ``chain`` and combine them (``decide``)."""
     return decide(evidence(comparisons, chain, floor), margin, kind, combine, alpha)
+
+
+def family_one_sided(
+    comparisons: Sequence[Comparison],
+    chain: Sequence[str],
+    floor: float,
+    margin: float,
+    learner: Literal["a", "b"],
+    words: str,
+    kind: Kind = "better",
+    combine: Literal["any", "all"] = "any",
+) -> Family:
+    """``family`` where only one arm (``learner``) must have learned. For a rule whose refutation *is* the other
+    arm's failure: an added 2-D table that cannot tell (r, c) from (c, r), a masked NoPE model, an add arm that
+    did not learn where concat_split did. Dropping such a row as "budget too small" would hide the very evidence
+    against the claim. ``words`` says in the report which arm had to learn."""
+    items = [
+        Evidence(c, getattr(c, learner).learned(floor), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain)))
+        for c in comparisons
+    ]
+    return replace(decide(items, margin, kind, combine), learned_words=words)
 
 
 def decide(

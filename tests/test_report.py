@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from pelab.report.verdicts import ERROR
@@ -178,6 +179,52 @@ def test_measures_on_worker_processes_match_one_process(
     assert json.dumps([c["rows"] for c in alone], sort_keys=True) == json.dumps(
         [c["rows"] for c in pooled], sort_keys=True
     )
+
+
+def test_every_measure_the_plans_start_is_read_by_its_claim(
+    study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claims' plans start their measures on the workers before any claim runs. A plan that started a measure
+    no claim reads would only waste a worker; one that missed a measure would leave it to be waited for later.
+    Both are checked: the measures the claims read are exactly the ones the plans started, and none is left."""
+    import functools
+
+    from pelab.report import build
+    from pelab.report.claims import ReportContext, report_pool
+
+    copy = tmp_path / "planned"
+    shutil.copytree(study_dir, copy)
+    planned: list[str] = []
+    after: list[tuple[set[str], dict]] = []
+    submit, run_claims = ReportContext.submit, build._run_claims
+
+    def record(self: ReportContext, name: str, run_ids: list[str], at_init: bool = False) -> None:
+        before = set(self.started)
+        submit(self, name, run_ids, at_init)
+        planned.extend(set(self.started) - before)
+
+    def claims_then_look(ctx: ReportContext) -> list:
+        planned_by_plans = list(planned)
+        out = run_claims(ctx)
+        read = {k for k in ctx.analyses if k.startswith('["measure"')}
+        after.append((read - set(planned_by_plans), dict(ctx.started)))
+        return out
+
+    def every_run(self: ReportContext, arm: pd.DataFrame) -> list[str]:
+        """The tiny study learns nothing in 25 steps: read every finished run as learned, so there is a lot
+        to measure (plans and claims read this alike)."""
+        done = arm[arm.status == "done"].sort_values("seed")
+        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+
+    monkeypatch.setattr(build, "report_pool", functools.partial(report_pool, 2))
+    monkeypatch.setattr(ReportContext, "learned_runs", every_run)
+    monkeypatch.setattr(ReportContext, "submit", record)
+    monkeypatch.setattr(build, "_run_claims", claims_then_look)
+    build.build_report(copy)
+    assert planned, "the plans started no measure"
+    assert len(planned) == len(set(planned))
+    ((unplanned, unread),) = after
+    assert unplanned == set() and unread == {}
 
 
 def test_a_prefetched_analysis_that_failed_raises_at_every_read() -> None:

@@ -173,6 +173,18 @@ def _curves(ctx: ReportContext) -> list[Figure]:
     return figs
 
 
+def _plan_claims(ctx: ReportContext) -> None:
+    """Start every claim's measures of stored models on the workers, in claim order, before any claim runs: the
+    workers then stay busy while this process decides claim after claim, instead of waiting for one claim's
+    seeds at a time. A plan that fails starts nothing; its claim meets the same error and shows it."""
+    for spec in all_claims():
+        if spec.plan is not None:
+            try:
+                spec.plan(ctx)
+            except Exception:  # noqa: BLE001 - shown by the claim itself
+                continue
+
+
 def _run_claims(ctx: ReportContext) -> list[ClaimResult]:
     out = []
     for spec in all_claims():
@@ -252,6 +264,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         ctx.pool = pool
         # MiniLM's tables are measured (nothing trains) on a worker while the first claims run.
         ctx.prefetch("pretrained", run_pretrained, folder, None)
+        _plan_claims(ctx)
         claims = _run_claims(ctx)
         ctx.prefetched("pretrained")  # written whole to the folder even when no claim read it
         sections = [s for s in (published_section(ctx, claims), rates_section(ctx, claims)) if s is not None]

@@ -99,6 +99,9 @@ class Claim:
     #: the rule in words; ``{floor}`` and ``{margin}`` are filled in from the study
     rule: str
     evaluate: Callable[[ReportContext, ClaimResult], ClaimResult]
+    #: starts the claim's measures of stored models on the report's workers (``ReportContext.submit``) before any
+    #: claim runs, so the workers stay busy while this process reads and decides, claim after claim
+    plan: Callable[[ReportContext], None] | None = None
 
     @property
     def number(self) -> int:
@@ -123,14 +126,21 @@ REGISTRY: dict[str, Claim] = {}
 
 
 def claim(
-    id: str, title: str, claim: str, source: str, rule: str, metrics: tuple[str, ...] = ()
+    id: str,
+    title: str,
+    claim: str,
+    source: str,
+    rule: str,
+    metrics: tuple[str, ...] = (),
+    plan: Callable[[ReportContext], None] | None = None,
 ) -> Callable[[Callable[[ReportContext, ClaimResult], ClaimResult]], Callable]:
-    """Declare a claim: registers it, in id order, with the function that gathers its evidence."""
+    """Declare a claim: registers it, in id order, with the function that gathers its evidence (and, for a claim
+    that measures stored models, the ``plan`` that starts those measures early)."""
 
     def register(fn: Callable[[ReportContext, ClaimResult], ClaimResult]) -> Callable:
         if id in REGISTRY:
             raise ValueError(f"claim {id} declared twice")
-        REGISTRY[id] = Claim(id, title, claim, source, tuple(metrics), rule, fn)
+        REGISTRY[id] = Claim(id, title, claim, source, tuple(metrics), rule, fn, plan)
         return fn
 
     return register
@@ -158,6 +168,10 @@ def _worker_init() -> None:
 
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
     torch.set_num_threads(1)
+
+
+def _measure_key(name: str, run_id: str, at_init: bool) -> str:
+    return json.dumps(["measure", name, run_id, at_init])
 
 
 @contextmanager
@@ -198,6 +212,8 @@ class ReportContext:
     pool: Executor | None = None
     #: analyses started on ``pool`` beside the claims (``prefetch``), by name, until first read
     pending: dict[str, Future] = field(default_factory=dict)
+    #: measures started on ``pool`` ahead of their first read (``submit``), by cache key, until first read
+    started: dict[str, Future] = field(default_factory=dict)
 
     def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
         """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and
@@ -249,21 +265,35 @@ class ReportContext:
             return []
         return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
 
+    def submit(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> None:
+        """Start ``measure`` for these runs on the report's workers without waiting (nothing without a pool). A
+        claim's ``plan`` calls this for every model it will read, before any claim runs: the workers then go
+        from one measure to the next, claim after claim, instead of idling between one arm's seeds and the
+        next arm's while this process decides."""
+        if self.pool is None:
+            return
+        for r in dict.fromkeys(run_ids):
+            key = _measure_key(name, r, at_init)
+            if key not in self.analyses and key not in self.started:
+                self.started[key] = self.pool.submit(measure_job, str(self.folder), name, r, at_init)
+
     def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
-        """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached."""
-        key = json.dumps(["measure", name, run_id, at_init])
+        """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached. A measure
+        started on a worker is waited for; one never started runs here."""
+        key = _measure_key(name, run_id, at_init)
         if key not in self.analyses:
-            self.analyses[key] = measure_job(str(self.folder), name, run_id, at_init)
+            started = self.started.pop(key, None)
+            self.analyses[key] = (
+                started.result() if started is not None else measure_job(str(self.folder), name, run_id, at_init)
+            )
         return self.analyses[key]
 
     def measure_many(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> dict[str, dict[str, Any]]:
         """``measure`` for every seed of an arm at once: the missing ones run side by side on the report's
         worker processes (one per core), so no core idles while the report reads stored models."""
-        missing = [r for r in dict.fromkeys(run_ids) if json.dumps(["measure", name, r, at_init]) not in self.analyses]
-        if len(missing) > 1 and self.pool is not None:
-            jobs = [self.pool.submit(measure_job, str(self.folder), name, r, at_init) for r in missing]
-            for r, job in zip(missing, jobs, strict=True):
-                self.analyses[json.dumps(["measure", name, r, at_init])] = job.result()
+        missing = [r for r in dict.fromkeys(run_ids) if _measure_key(name, r, at_init) not in self.analyses]
+        if len(missing) > 1:
+            self.submit(name, missing, at_init)
         return {r: self.measure(name, r, at_init) for r in run_ids}
 
     def analyse(

@@ -9,6 +9,7 @@ turns their numbers into verdicts.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +283,79 @@ def _arm(ctx: ReportContext, **filters: Any) -> pd.DataFrame:
     return select(ctx.frame, **filters)
 
 
+def _c2_arms(ctx: ReportContext) -> Iterator[tuple[str, Any, pd.DataFrame, list[str]]]:
+    """C2's add + learned arms, one per token task and width: (task, d, its runs, the runs it probes)."""
+    for task in _token_tasks(ctx):
+        arm = _arm(ctx, task__name=task, model__position__scheme="learned", model__combine="add")
+        for d in sorted(arm["model.d"].unique()) if not arm.empty else []:
+            sub = arm[arm["model.d"] == d]
+            yield task, d, sub, ctx.learned_runs(sub)
+
+
+def _c4_arms(ctx: ReportContext) -> Iterator[tuple[str, str, Any, list[str]]]:
+    """C4's add arms that learned: (task, scheme, d, runs), whose cross-term shares it measures."""
+    for task in _token_tasks(ctx):
+        for scheme in ("learned", "sinusoidal"):
+            arm = _arm(ctx, task__name=task, model__position__scheme=scheme, model__combine="add")
+            for d in sorted(arm["model.d"].unique()) if not arm.empty else []:
+                runs = ctx.learned_runs(arm[arm["model.d"] == d])
+                if runs:
+                    yield task, scheme, d, runs
+
+
+def _c8_arms(ctx: ReportContext) -> Iterator[tuple[str, str, str, pd.DataFrame, list[str]]]:
+    """C8's causal decoders, NoPE and learned, per task: (task, scheme, combine, arm, the runs it probes)."""
+    dec = ctx.frame[ctx.frame["model.kind"] == "decoder"] if "model.kind" in ctx.frame else ctx.frame.iloc[0:0]
+    for task in dict.fromkeys(dec["task.name"]):
+        for scheme, comb in (("none", "none"), ("learned", "add")):
+            arm = select(dec, task__name=task, model__position__scheme=scheme, model__combine=comb)
+            if not arm.empty:
+                yield task, scheme, comb, arm, ctx.learned_runs(arm)
+
+
+#: C10's arms at each place, both with learned positions: concatenated (lossless by construction) and added.
+C10_ARMS = ("concat_split", "add")
+
+
+def _c10_places(ctx: ReportContext) -> list[tuple[str, Any]]:
+    """Where C10 probes the layer-1 input: every (task, width) of the width series, or, with none, every token
+    task at its width."""
+    series = width_series(ctx)
+    places = {(c.where["task.name"], c.where["model.d"]) for cs in series.values() for c in cs}
+    if not places:
+        places = {(t, d) for t in _token_tasks(ctx) for d in _arm(ctx, task__name=t)["model.d"].unique()}
+    return sorted(places)
+
+
+def _c10_arm(ctx: ReportContext, task: str, d: Any, comb: str) -> pd.DataFrame:
+    return _arm(ctx, task__name=task, model__position__scheme="learned", model__combine=comb, model__d=d)
+
+
+def _plan_c10(ctx: ReportContext) -> None:
+    for task, d in _c10_places(ctx):
+        arms = [_c10_arm(ctx, task, d, comb) for comb in C10_ARMS]
+        if all(not arm.empty for arm in arms):
+            for arm in arms:
+                ctx.submit("input_probes", ctx.learned_runs(arm))
+
+
+def _plan_c2(ctx: ReportContext) -> None:
+    for *_, runs in _c2_arms(ctx):
+        ctx.submit("overlap", runs)
+
+
+def _plan_c4(ctx: ReportContext) -> None:
+    for *_, runs in _c4_arms(ctx):
+        ctx.submit("cross_share", runs)
+
+
+def _plan_c8(ctx: ReportContext) -> None:
+    for _, scheme, _, _, runs in _c8_arms(ctx):
+        ctx.submit("layer_probes", runs)
+        if scheme == "none":  # its control: the same models at initialisation
+            ctx.submit("layer_probes", runs, at_init=True)
+
+
 # --- claims -------------------------------------------------------------------------------
 @claim(
     "C2",
@@ -296,40 +370,37 @@ def _arm(ctx: ReportContext, **filters: Any) -> pd.DataFrame:
     "not supported when concat_split beats add beyond the Holm-corrected interval on some comparison, "
     "or add is worse beyond the margin, or the overlap grows",
     metrics=CHAIN,
+    plan=_plan_c2,
 )
 def c2(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     geo_rows, table = [], []
-    for task in _token_tasks(ctx):
-        arm = _arm(ctx, task__name=task, model__position__scheme="learned", model__combine="add")
-        for d in sorted(arm["model.d"].unique()) if not arm.empty else []:
-            sub = arm[arm["model.d"] == d]
-            runs = ctx.learned_runs(sub)
-            done = sub[sub.status == "done"]
-            if not runs:
-                side = run_side(ctx, "trained", list(done.run_id))
-                geo_rows.append(Evidence(Comparison({"task.name": task, "model.d": d}, side, side), False, ()))
-                continue
-            got = ctx.measure_many("overlap", runs)
-            got = {run: g for run, g in got.items() if g}
-            trained = {_seed(ctx, run): g["trained"] for run, g in got.items()}
-            init = {_seed(ctx, run): g["init"] for run, g in got.items()}
-            c = Comparison(
-                {"task.name": task, "model.d": d},
-                measured_side(ctx, "trained", list(got), "overlap", trained),
-                measured_side(ctx, "at init", list(got), "overlap", init),
-            )
-            geo_rows.append(Evidence(c, True, (paired_test(c, OVERLAP),)))
-            rand = float(np.mean([g["random"] for g in got.values()]))
-            table.append(
-                [
-                    task,
-                    str(d),
-                    f"{np.mean(list(init.values())):.3f}",
-                    f"{np.mean(list(trained.values())):.3f}",
-                    f"{rand:.3f}",
-                    str(len(got)),
-                ]
-            )
+    for task, d, sub, runs in _c2_arms(ctx):
+        done = sub[sub.status == "done"]
+        if not runs:
+            side = run_side(ctx, "trained", list(done.run_id))
+            geo_rows.append(Evidence(Comparison({"task.name": task, "model.d": d}, side, side), False, ()))
+            continue
+        got = ctx.measure_many("overlap", runs)
+        got = {run: g for run, g in got.items() if g}
+        trained = {_seed(ctx, run): g["trained"] for run, g in got.items()}
+        init = {_seed(ctx, run): g["init"] for run, g in got.items()}
+        c = Comparison(
+            {"task.name": task, "model.d": d},
+            measured_side(ctx, "trained", list(got), "overlap", trained),
+            measured_side(ctx, "at init", list(got), "overlap", init),
+        )
+        geo_rows.append(Evidence(c, True, (paired_test(c, OVERLAP),)))
+        rand = float(np.mean([g["random"] for g in got.values()]))
+        table.append(
+            [
+                task,
+                str(d),
+                f"{np.mean(list(init.values())):.3f}",
+                f"{np.mean(list(trained.values())):.3f}",
+                f"{rand:.3f}",
+                str(len(got)),
+            ]
+        )
     geometry = decide(geo_rows, ctx.margin, kind="better", combine="all")
     learned_pos = ctx.frame[ctx.frame["model.position.scheme"] == "learned"]
     learned_pos = learned_pos[learned_pos["task.name"].isin(_token_tasks(ctx))]
@@ -576,37 +647,32 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     "on none (a general statement: one comparison where removing them helps refutes it); supported when both "
     "hold, not supported when either fails",
     metrics=CHAIN,
+    plan=_plan_c4,
 )
 def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     rows, items, ids = [], [], []
-    for task in _token_tasks(ctx):
-        for scheme in ("learned", "sinusoidal"):
-            arm = _arm(ctx, task__name=task, model__position__scheme=scheme, model__combine="add")
-            for d in sorted(arm["model.d"].unique()) if not arm.empty else []:
-                runs = ctx.learned_runs(arm[arm["model.d"] == d])
-                if not runs:
-                    continue
-                got = ctx.measure_many("cross_share", runs)
-                shares = {_seed(ctx, run): x["cross"] for run, x in got.items()}
-                ids += runs
-                c = Comparison(
-                    {"task.name": task, "model.position.scheme": scheme, "model.d": d},
-                    measured_side(ctx, "cross terms", runs, "share", shares),
-                    measured_side(ctx, f"threshold {CROSS_SHARE:.0%}", runs, "share", {s: CROSS_SHARE for s in shares}),
-                )
-                items.append(Evidence(c, True, (paired_test(c, SHARE),)))
-                rows.append(
-                    [
-                        task,
-                        scheme,
-                        str(d),
-                        *[
-                            pct(float(np.mean([x.get(t, np.nan) for x in got.values()])))
-                            for t in ("tt", "tp", "pt", "pp", "cross")
-                        ],
-                        str(len(got)),
-                    ]
-                )
+    for task, scheme, d, runs in _c4_arms(ctx):
+        got = ctx.measure_many("cross_share", runs)
+        shares = {_seed(ctx, run): x["cross"] for run, x in got.items()}
+        ids += runs
+        c = Comparison(
+            {"task.name": task, "model.position.scheme": scheme, "model.d": d},
+            measured_side(ctx, "cross terms", runs, "share", shares),
+            measured_side(ctx, f"threshold {CROSS_SHARE:.0%}", runs, "share", {s: CROSS_SHARE for s in shares}),
+        )
+        items.append(Evidence(c, True, (paired_test(c, SHARE),)))
+        rows.append(
+            [
+                task,
+                scheme,
+                str(d),
+                *[
+                    pct(float(np.mean([x.get(t, np.nan) for x in got.values()])))
+                    for t in ("tt", "tp", "pt", "pp", "cross")
+                ],
+                str(len(got)),
+            ]
+        )
     share = decide(items, ctx.margin, kind="better", combine="all")
     r.tables.append(
         Table(
@@ -678,6 +744,7 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     "position (sorting) may show none without refuting that a decoder can learn it; the key gives each task's "
     "verdict",
     metrics=("probe",),
+    plan=_plan_c8,
 )
 def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     s = ctx.analyse("symmetry", scheme="none", d=32, length=12)
@@ -691,47 +758,41 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             ],
         )
     )
-    dec = ctx.frame[ctx.frame["model.kind"] == "decoder"] if "model.kind" in ctx.frame else ctx.frame.iloc[0:0]
     items, table, shown = [], [], []
-    for task in dict.fromkeys(dec["task.name"]):
-        for scheme, comb in (("none", "none"), ("learned", "add")):
-            arm = select(dec, task__name=task, model__position__scheme=scheme, model__combine=comb)
-            if arm.empty:
-                continue
-            runs = ctx.learned_runs(arm)
-            acc = float(arm[arm.status == "done"]["m.acc"].mean())
-            if not runs:
-                table.append([task, f"{scheme} + {comb}", pct(acc), "below the floor: not probed", "", "", ""])
-                if scheme == "none":
-                    side = run_side(ctx, "NoPE decoder", list(arm.run_id))
-                    items.append(Evidence(Comparison({"task.name": task}, side, side), False, ()))
-                continue
-            trained = ctx.measure_many("layer_probes", runs)
-            best = {_seed(ctx, run): max(p["accuracy"][1:]) for run, p in trained.items()}
-            first = {_seed(ctx, run): p["accuracy"][0] for run, p in trained.items()}
-            chance = float(np.mean([p["chance"] for p in trained.values()]))
-            shown.append(runs[0])
-            row = [
-                task,
-                f"{scheme} + {comb}",
-                pct(acc),
-                pct(float(np.mean(list(best.values())))),
-                pct(float(np.mean(list(first.values())))),
-            ]
+    for task, scheme, comb, arm, runs in _c8_arms(ctx):
+        acc = float(arm[arm.status == "done"]["m.acc"].mean())
+        if not runs:
+            table.append([task, f"{scheme} + {comb}", pct(acc), "below the floor: not probed", "", "", ""])
             if scheme == "none":
-                at_init = ctx.measure_many("layer_probes", runs, at_init=True)
-                init = {_seed(ctx, run): max(p["accuracy"][1:]) for run, p in at_init.items()}
-                row.append(pct(float(np.mean(list(init.values())))))
-                a = measured_side(ctx, "trained NoPE, best layer", runs, "probe", best)
-                for label, control in (("layer-1 input", first), ("at initialisation, best layer", init)):
-                    c = Comparison(
-                        {"task.name": task, "control": label}, a, measured_side(ctx, label, runs, "probe", control)
-                    )
-                    items.append(Evidence(c, True, (paired_test(c, PROBE),)))
-            else:
-                row.append("–")
-            row.append(pct(chance))
-            table.append(row)
+                side = run_side(ctx, "NoPE decoder", list(arm.run_id))
+                items.append(Evidence(Comparison({"task.name": task}, side, side), False, ()))
+            continue
+        trained = ctx.measure_many("layer_probes", runs)
+        best = {_seed(ctx, run): max(p["accuracy"][1:]) for run, p in trained.items()}
+        first = {_seed(ctx, run): p["accuracy"][0] for run, p in trained.items()}
+        chance = float(np.mean([p["chance"] for p in trained.values()]))
+        shown.append(runs[0])
+        row = [
+            task,
+            f"{scheme} + {comb}",
+            pct(acc),
+            pct(float(np.mean(list(best.values())))),
+            pct(float(np.mean(list(first.values())))),
+        ]
+        if scheme == "none":
+            at_init = ctx.measure_many("layer_probes", runs, at_init=True)
+            init = {_seed(ctx, run): max(p["accuracy"][1:]) for run, p in at_init.items()}
+            row.append(pct(float(np.mean(list(init.values())))))
+            a = measured_side(ctx, "trained NoPE, best layer", runs, "probe", best)
+            for label, control in (("layer-1 input", first), ("at initialisation, best layer", init)):
+                c = Comparison(
+                    {"task.name": task, "control": label}, a, measured_side(ctx, label, runs, "probe", control)
+                )
+                items.append(Evidence(c, True, (paired_test(c, PROBE),)))
+        else:
+            row.append("–")
+        row.append(pct(chance))
+        table.append(row)
     by_task: dict[str, list[Evidence]] = {}
     for item in items:
         by_task.setdefault(item.comparison.where["task.name"], []).append(item)
@@ -780,17 +841,14 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     "learned, floor {floor}); not supported when every informative comparison is within the margin ({margin}) or "
     "favours add; nearest-neighbour collisions are reported beside, not as the rule",
     metrics=("probe",),
+    plan=_plan_c10,
 )
 def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     items, table, shown = [], [], []
-    series = width_series(ctx)
-    places = {(c.where["task.name"], c.where["model.d"]) for cs in series.values() for c in cs}
-    if not places:  # no width series: every token task at its width
-        places = {(t, d) for t in _token_tasks(ctx) for d in _arm(ctx, task__name=t)["model.d"].unique()}
-    for task, d in sorted(places):
+    for task, d in _c10_places(ctx):
         sides, learned = {}, True
-        for comb in ("concat_split", "add"):
-            arm = _arm(ctx, task__name=task, model__position__scheme="learned", model__combine=comb, model__d=d)
+        for comb in C10_ARMS:
+            arm = _c10_arm(ctx, task, d, comb)
             runs = ctx.learned_runs(arm)
             if arm.empty:
                 learned = False

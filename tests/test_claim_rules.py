@@ -189,7 +189,13 @@ def test_c3_every_branch() -> None:
     noisy = series([0.08, -0.05, 0.1, 0.0, 0.02], [0.01, 0.06, -0.04, 0.03, 0.0])
     assert rule_c3([shrinks], MARGIN).verdict == SUPPORTED
     assert rule_c3([grows], MARGIN).verdict == NOT_SUPPORTED
-    assert rule_c3([same], MARGIN).verdict == INCONCLUSIVE  # within the margin but 'all' needs Holm to refute
+    # a 5 pp gap that stays 5 pp: the shrink lies inside the margin on 5 seeds, which refutes "it shrinks" (a TOST
+    # p-value ranks it for Holm; before, only "it grew" could refute a row of an 'all' family)
+    assert rule_c3([same], MARGIN).verdict == NOT_SUPPORTED
+    # no gap at the narrowest width: nothing to shrink, so the series says nothing either way
+    none = series([0.001, -0.002, 0.0, 0.001, 0.0], [0.0, 0.001, -0.001, 0.0, 0.0])
+    assert rule_c3([none], MARGIN).verdict == NO_INFO
+    assert rule_c3([shrinks, none], MARGIN).verdict == SUPPORTED
     assert rule_c3([noisy], MARGIN).verdict == INCONCLUSIVE
     assert rule_c3([series([0.08, 0.10, 0.07, 0.09, 0.11], [0] * 5, large_acc=0.5)], MARGIN).verdict == TOO_SMALL
     assert rule_c3([shrinks, grows], MARGIN).verdict == NOT_SUPPORTED
@@ -252,7 +258,10 @@ def test_c8_every_branch() -> None:
     assert rule_c8(["none"], good) == SUPPORTED
     assert rule_c8(["none", "alibi"], good) == NOT_SUPPORTED  # another scheme equivariant: the exact half fails
     assert rule_c8(["none"], worse) == NOT_SUPPORTED
-    assert rule_c8(["none"], input_reads) == INCONCLUSIVE
+    # probe and input within ±1 pp on 5 seeds: "beats the control" lies inside the margin, which refutes it here
+    assert rule_c8(["none"], input_reads) == NOT_SUPPORTED
+    noisy = probe_family([0.2, 0.1, 0.3, 0.12, 0.15], [0.13, 0.125, 0.14, 0.13, 0.12], [0.1, 0.09, 0.11, 0.1, 0.1])
+    assert rule_c8(["none"], noisy) == INCONCLUSIVE
     # A decoder that did not learn its task is never probed for a verdict.
     assert rule_c8(["none"], probe_family([0.6] * 5, [0.1] * 5, [0.2] * 5, acc=[0.45] * 5)) == TOO_SMALL
 

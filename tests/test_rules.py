@@ -280,3 +280,16 @@ def test_equivalence_needs_five_seeds() -> None:
     # ... and so does 'no effect' (inside the margin) as a refutation of a directional claim.
     assert family([three], ["acc"], FLOOR, MARGIN).verdict == INCONCLUSIVE
     assert family([five], ["acc"], FLOOR, MARGIN).verdict == NOT_SUPPORTED
+
+
+def test_every_comparison_must_show_a_win_so_one_inside_the_margin_refutes_on_five_seeds() -> None:
+    """'A beats B on every comparison' (combine="all"): a row whose interval lies wholly inside the margin on 5
+    seeds refutes it, Holm-corrected like a row that goes the other way (its p is the two one-sided tests'). On
+    3 seeds the margin may not decide, so it stays inconclusive."""
+    win = comp(arm("a", [0.95, 0.97, 0.96, 0.94, 0.96]), arm("b", [0.85, 0.86, 0.87, 0.85, 0.84]))
+    flat = comp(arm("a", [0.901, 0.902, 0.900, 0.901, 0.902]), arm("b", [0.900, 0.901, 0.900, 0.902, 0.901]))
+    f = family([win, flat], ["acc"], FLOOR, MARGIN, kind="better", combine="all")
+    assert [r.verdict for r in f.rows] == [SUPPORTED, NOT_SUPPORTED] and f.verdict == NOT_SUPPORTED
+    assert f.rows[1].level == pytest.approx(1 - 0.05 / 2)  # refuted at its Holm level across the 2 rows
+    three = comp(arm("a", [0.901, 0.902, 0.900]), arm("b", [0.900, 0.901, 0.900]))
+    assert family([win, three], ["acc"], FLOOR, MARGIN, kind="better", combine="all").verdict == INCONCLUSIVE

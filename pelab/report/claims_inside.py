@@ -8,6 +8,7 @@ turns their numbers into verdicts.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,10 +30,11 @@ from pelab.report.claims import (
     runs_of,
     used_metrics,
 )
-from pelab.report.evidence import compare, select
+from pelab.report.evidence import compare, config_labels, select, split_configs
 from pelab.report.figures import gap_plot
 from pelab.report.rules import (
     ACC,
+    MIN_EQUIVALENCE_SEEDS,
     OVERLAP,
     PROBE,
     SHARE,
@@ -45,10 +47,12 @@ from pelab.report.rules import (
     family,
     family_one_sided,
     from_diffs,
+    margin_for,
     metric,
     paired_test,
 )
 from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.study.stats import t_interval
 
 #: C1/C15 look at the encoding at the size of the question's figures.
 C1_D, C1_LENGTH = 512, 128
@@ -283,60 +287,81 @@ def _arm(ctx: ReportContext, **filters: Any) -> pd.DataFrame:
     return select(ctx.frame, **filters)
 
 
+def _configs(arm: pd.DataFrame, shown: list[str]) -> list[tuple[str, dict[str, Any], pd.DataFrame]]:
+    """An arm split into its configurations (``split_configs``): (the label extra that tells it apart from a
+    configuration with the same ``shown`` values, or "", its config, its rows)."""
+    groups = split_configs(arm)
+    extra = config_labels([w for w, _ in groups], shown)
+    return [(x, w, g) for x, (w, g) in zip(extra, groups, strict=True)]
+
+
+def _named(task: str, extra: str) -> str:
+    return f"{task} ({extra})" if extra else task
+
+
 def _c2_arms(ctx: ReportContext) -> Iterator[tuple[str, Any, pd.DataFrame, list[str]]]:
-    """C2's add + learned arms, one per token task and width: (task, d, its runs, the runs it probes)."""
+    """C2's add + learned arms, one per configuration of each token task: (task, with what tells two
+    configurations apart; d; its runs; the runs it probes)."""
     for task in _token_tasks(ctx):
         arm = _arm(ctx, task__name=task, model__position__scheme="learned", model__combine="add")
-        for d in sorted(arm["model.d"].unique()) if not arm.empty else []:
-            sub = arm[arm["model.d"] == d]
-            yield task, d, sub, ctx.learned_runs(sub)
+        for extra, w, sub in sorted(_configs(arm, ["model.d"]), key=lambda t: t[1]["model.d"]):
+            yield _named(task, extra), w["model.d"], sub, ctx.learned_runs(sub)
 
 
 def _c4_arms(ctx: ReportContext) -> Iterator[tuple[str, str, Any, list[str]]]:
-    """C4's add arms that learned: (task, scheme, d, runs), whose cross-term shares it measures."""
+    """C4's add arms that learned, one per configuration: (task and what tells configurations apart, scheme,
+    d, runs), whose cross-term shares it measures."""
     for task in _token_tasks(ctx):
         for scheme in ("learned", "sinusoidal"):
             arm = _arm(ctx, task__name=task, model__position__scheme=scheme, model__combine="add")
-            for d in sorted(arm["model.d"].unique()) if not arm.empty else []:
-                runs = ctx.learned_runs(arm[arm["model.d"] == d])
+            for extra, w, sub in sorted(_configs(arm, ["model.d"]), key=lambda t: t[1]["model.d"]):
+                runs = ctx.learned_runs(sub)
                 if runs:
-                    yield task, scheme, d, runs
+                    yield _named(task, extra), scheme, w["model.d"], runs
 
 
 def _c8_arms(ctx: ReportContext) -> Iterator[tuple[str, str, str, pd.DataFrame, list[str]]]:
-    """C8's causal decoders, NoPE and learned, per task: (task, scheme, combine, arm, the runs it probes)."""
+    """C8's causal decoders, NoPE and learned, per configuration of each task: (task and what tells two
+    configurations apart, scheme, combine, arm, the runs it probes)."""
     dec = ctx.frame[ctx.frame["model.kind"] == "decoder"] if "model.kind" in ctx.frame else ctx.frame.iloc[0:0]
     for task in dict.fromkeys(dec["task.name"]):
         for scheme, comb in (("none", "none"), ("learned", "add")):
             arm = select(dec, task__name=task, model__position__scheme=scheme, model__combine=comb)
-            if not arm.empty:
-                yield task, scheme, comb, arm, ctx.learned_runs(arm)
+            for extra, _, sub in _configs(arm, []):
+                yield _named(task, extra), scheme, comb, sub, ctx.learned_runs(sub)
 
 
 #: C10's arms at each place, both with learned positions: concatenated (lossless by construction) and added.
 C10_ARMS = ("concat_split", "add")
 
 
-def _c10_places(ctx: ReportContext) -> list[tuple[str, Any]]:
-    """Where C10 probes the layer-1 input: every (task, width) of the width series, or, with none, every token
-    task at its width."""
+def _c10_pairs(ctx: ReportContext) -> list[tuple[str, Any, dict[str, pd.DataFrame]]]:
+    """Where C10 probes the layer-1 input: concat_split and add with learned positions in one configuration
+    (everything else held equal, seeds paired), at every width of the width series, or, with none, of every
+    token task: (task and what tells two configurations apart, d, each arm's rows)."""
     series = width_series(ctx)
     places = {(c.where["task.name"], c.where["model.d"]) for cs in series.values() for c in cs}
-    if not places:
-        places = {(t, d) for t in _token_tasks(ctx) for d in _arm(ctx, task__name=t)["model.d"].unique()}
-    return sorted(places)
-
-
-def _c10_arm(ctx: ReportContext, task: str, d: Any, comb: str) -> pd.DataFrame:
-    return _arm(ctx, task__name=task, model__position__scheme="learned", model__combine=comb, model__d=d)
+    f = ctx.frame
+    if "model.position.scheme" not in f or "task.name" not in f:
+        return []
+    learned = f[(f["model.position.scheme"] == "learned") & f["task.name"].isin(_token_tasks(ctx))]
+    comps = [
+        c
+        for c in compare(learned, ["model.combine"], C10_ARMS[:1], C10_ARMS[1:])
+        if not places or (c.where["task.name"], c.where["model.d"]) in places
+    ]
+    extra = config_labels([c.where for c in comps], ["task.name", "model.d"])
+    out = []
+    for c, x in zip(comps, extra, strict=True):
+        rows = {comb: f[f.run_id.isin(s.run_ids)] for comb, s in zip(C10_ARMS, (c.a, c.b), strict=True)}
+        out.append((_named(c.where["task.name"], x), c.where["model.d"], rows))
+    return sorted(out, key=lambda t: (t[0], t[1]))
 
 
 def _plan_c10(ctx: ReportContext) -> None:
-    for task, d in _c10_places(ctx):
-        arms = [_c10_arm(ctx, task, d, comb) for comb in C10_ARMS]
-        if all(not arm.empty for arm in arms):
-            for arm in arms:
-                ctx.submit("input_probes", ctx.learned_runs(arm))
+    for _, _, arms in _c10_pairs(ctx):
+        for arm in arms.values():
+            ctx.submit("input_probes", ctx.learned_runs(arm))
 
 
 def _plan_c2(ctx: ReportContext) -> None:
@@ -462,19 +487,24 @@ def c2(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
 
 
 def width_series(ctx: ReportContext) -> dict[str, list[Comparison]]:
-    """concat_split against add at three or more widths of one (task, scheme): the series C3 reads."""
+    """concat_split against add at three or more widths of one configuration (everything but the width held
+    equal): the series C3 reads, named by task and scheme, and by whatever else tells two series apart."""
     comps = compare(ctx.frame, ["model.combine"], ("concat_split",), ("add",))
     by: dict[str, list[Comparison]] = {}
     for c in comps:
-        by.setdefault(f"{c.where['task.name']}, {c.where['model.position.scheme']}", []).append(c)
+        by.setdefault(repr(sorted((k, str(v)) for k, v in c.where.items() if k != "model.d")), []).append(c)
+    series = [v for v in by.values() if len({c.where["model.d"] for c in v}) >= 3]
+    rest = [{k: v for k, v in cs[0].where.items() if k != "model.d"} for cs in series]
+    extra = config_labels(rest, ["task.name", "model.position.scheme"])
     return {
-        k: sorted(v, key=lambda c: c.where["model.d"])
-        for k, v in by.items()
-        if len({c.where["model.d"] for c in v}) >= 3
+        f"{w['task.name']}, {w['model.position.scheme']}" + (f" ({x})" if x else ""): sorted(
+            cs, key=lambda c: c.where["model.d"]
+        )
+        for w, x, cs in zip(rest, extra, series, strict=True)
     }
 
 
-def shrink_evidence(name: str, cs: list[Comparison], floor: float) -> Evidence:
+def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float = 0.01) -> Evidence:
     """C3's evidence on one width series (concat_split against add, narrowest width first).
 
     Only widths at which both arms learned enter; the narrowest and the widest of them are compared.
@@ -482,6 +512,10 @@ def shrink_evidence(name: str, cs: list[Comparison], floor: float) -> Evidence:
     adding hurts) at the narrowest width minus the penalty at the widest: positive = the penalty shrank as d
     grew. The direction is fixed before looking at the data, by the claim itself (adding interferes, less so in
     high dimensions), not by the sign the narrowest gap happens to have.
+
+    A metric on which the narrowest width shows no penalty (its 95% interval inside the margin, on at least
+    MIN_EQUIVALENCE_SEEDS seeds) carries no information: there is no gap to shrink, and a shrink of "nothing to
+    nothing" would read as "not supported" or, at the ceiling, as a zero-width interval.
     """
     learned = [c for c in cs if c.learned(floor)]
     widths = [c.where["model.d"] for c in learned]
@@ -503,6 +537,12 @@ def shrink_evidence(name: str, cs: list[Comparison], floor: float) -> Evidence:
         diffs = [penalty(arms[0], arms[1], s) - penalty(arms[2], arms[3], s) for s in seeds]
         bound = m.arms_at_bound(*([a[s] for s in seeds] for a in arms))
         info = f"all four arms at the {bound} of {m.label}" if bound else None
+        narrow = [penalty(arms[0], arms[1], s) for s in seeds]
+        m_narrow = margin_for(m, margin, float(np.mean([arms[1][s] for s in seeds])) if seeds else math.nan)
+        if info is None and len(narrow) >= MIN_EQUIVALENCE_SEEDS:
+            _, lo, hi = t_interval(narrow)
+            if -m_narrow <= lo and hi <= m_narrow:
+                info = f"no add penalty on {m.label} at d={small.where['model.d']} to shrink (inside the margin)"
         tests.append(from_diffs(_flip(m), diffs, info))
     a = Side(
         f"add penalty at d={small.where['model.d']}",
@@ -590,7 +630,7 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     )
     r.figures += _figures(g, {"_cosines.png": "random cosines against d"})
     series = width_series(ctx)
-    fam = rule_c3([shrink_evidence(name, cs, ctx.floor) for name, cs in series.items()], ctx.margin)
+    fam = rule_c3([shrink_evidence(name, cs, ctx.floor, ctx.margin) for name, cs in series.items()], ctx.margin)
     r.verdict = fam.verdict
     for name, cs in series.items():
         r.tables.append(
@@ -713,6 +753,11 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             "comparisons, each beyond its Holm-corrected interval"
             + ("; one that helps refutes a general cost)" if count(helps) else ")")
         )
+        if all(row.test.metric.key == "auc" for row in cost.tested):
+            direction += (
+                "; every one decided on learning speed alone (both arms at the accuracy ceiling and below the loss "
+                "floor): removing the cross terms changed how fast, not how well, the task was learned"
+            )
     r.key = f"cross terms carry ≥ {CROSS_SHARE:.0%}: {share.verdict}; removing them costs: {costs}{direction}"
     if ids:
         a = ctx.analyse("attention", run_id=ids[0])
@@ -845,14 +890,11 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
 )
 def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     items, table, shown = [], [], []
-    for task, d in _c10_places(ctx):
+    for task, d, arms in _c10_pairs(ctx):
         sides, learned = {}, True
         for comb in C10_ARMS:
-            arm = _c10_arm(ctx, task, d, comb)
+            arm = arms[comb]
             runs = ctx.learned_runs(arm)
-            if arm.empty:
-                learned = False
-                break
             if not runs:
                 learned = False
                 sides[comb] = run_side(ctx, comb, list(arm.run_id))

@@ -26,7 +26,7 @@ from pelab.report.claims import (
     family_table,
     level_cell,
 )
-from pelab.report.claims_training import ARM, _finish, key_of, position_frame
+from pelab.report.claims_training import ARM, _finish, key_of, position_frame, task_settings
 from pelab.report.evidence import compare, side
 from pelab.report.rules import Comparison, Evidence, Family, decide, family, family_one_sided, metric, paired_test
 from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
@@ -304,8 +304,8 @@ def kendall_rows(ctx: ReportContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if f.empty or "model.kind" not in f:
         return out
-    for task in dict.fromkeys(f[f["model.kind"] == "decoder"]["task.name"]):
-        sub = f[(f["task.name"] == task) & f["model.position.scheme"].isin(list(KAZEMNEJAD_TIERS))]
+    for task, sub in task_settings(f[f["model.kind"] == "decoder"]):  # one ranking per task and training length
+        sub = sub[sub["model.position.scheme"].isin(list(KAZEMNEJAD_TIERS))]
         sized = [(n, c) for n, c in sizes_in(sub.columns) if sub[c].notna().any()]
         if len(sized) < 2:
             continue

@@ -27,7 +27,7 @@ from pelab.report.claims import (
     runs_of,
     used_metrics,
 )
-from pelab.report.evidence import arms_table, compare, compare_wide
+from pelab.report.evidence import arms_table, compare, compare_wide, config_columns, config_labels, split_configs
 from pelab.report.figures import arms_plot
 from pelab.report.rules import LOSS_FLOOR, Comparison, Family, family, family_one_sided
 from pelab.report.verdicts import EXACT, NO_INFO, NOT_RUN, REPORTED, SUPPORTED, TOO_SMALL
@@ -444,15 +444,30 @@ def c14(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     return r
 
 
-def seen_share(ctx: ReportContext, task: str, n_train: int, n_eval: int) -> float:
+def task_settings(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The frame split by task and by every other task setting (length, vocabulary, ...): arms trained at
+    different lengths are never ranked together. Named by the task, and by the settings that tell two of one
+    task apart."""
+    if "task.name" not in frame or frame.empty:
+        return []
+    keys = [c for c in config_columns(frame) if c.startswith("task.")]
+    groups = split_configs(frame[keys + ["run_id"]])
+    named = config_labels([w for w, _ in groups], ["task.name"])
+    return [
+        (f"{w['task.name']} ({x})" if x else str(w["task.name"]), frame[frame.run_id.isin(g.run_id)])
+        for (w, g), x in zip(groups, named, strict=True)
+    ]
+
+
+def seen_share(ctx: ReportContext, run_ids: set[str], n_train: int, n_eval: int) -> float:
     """Accuracy at size ``n_eval`` of a model right at every output position it was trained on (those before
     the training sequence length) and at chance (1 / outputs) everywhere else: the reference C17 sets beside
-    each arm's accuracy at longer lengths."""
+    each arm's accuracy at longer lengths, for the task setting those runs trained on."""
     import torch
 
     from pelab.tasks import make_task
 
-    run = next((x for x in ctx.study.runs if x.task.name == task and x.task.length == n_train), None)
+    run = next((x for x in ctx.study.runs if x.run_id in run_ids and x.task.length == n_train), None)
     if run is None:
         return math.nan
     t = make_task(run.task)
@@ -511,8 +526,7 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     r.verdict = REPORTED
     frame = arm_frame(ctx)
     rows, below, tops, decoders = [], [], [], set()
-    for task in _tasks(frame):
-        sub = frame[frame["task.name"] == task]
+    for task, sub in task_settings(frame):
         sized = [(n, c) for n, c in sizes_in(sub.columns) if sub[c].notna().any()]
         if len(sized) < 2:
             continue
@@ -536,7 +550,7 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             )
         ranked = rule_c17(arms, ctx.floor)
         entered_labels = {a["label"] for a in ranked}
-        shares = [seen_share(ctx, task, n, m) for m in longer_sizes]
+        shares = [seen_share(ctx, set(sub.run_id), n, m) for m in longer_sizes]
         sizes = [str(m) for m in longer_sizes]
         for a in ranked:
             rows.append(

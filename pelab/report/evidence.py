@@ -91,6 +91,35 @@ def side(rows: pd.DataFrame, label: str) -> Side:
     )
 
 
+def split_configs(frame: pd.DataFrame) -> list[tuple[dict[str, Any], pd.DataFrame]]:
+    """An arm's rows split into its configurations (every config key but the seed), in first-seen order: a
+    filter on a few keys (task, scheme, combiner, width) may still hold runs of two grids that differ
+    elsewhere (length, vocabulary, layout), and seeds are only paired within one configuration."""
+    if frame.empty:
+        return []
+    held = [c for c in config_columns(frame) if c != "seed"]
+    out = []
+    for _, idx in frame[held].astype(str).groupby(held, sort=False, dropna=False).groups.items():
+        group = frame.loc[idx]
+        first = group.iloc[0]
+        out.append(({k: first[k] for k in held if not (isinstance(first[k], float) and math.isnan(first[k]))}, group))
+    return out
+
+
+def config_labels(wheres: list[dict[str, Any]], shown: list[str]) -> list[str]:
+    """For each configuration, the settings beyond ``shown`` that tell it apart from another with the same
+    ``shown`` values ("task.length=12, task.vocab=32"), or "" where ``shown`` already does: table rows and
+    series names stay short, and two configurations never share a label."""
+    out = []
+    for w in wheres:
+        twins = [o for o in wheres if o is not w and all(str(o.get(k)) == str(w.get(k)) for k in shown)]
+        keys = sorted({k for o in twins for k in set(o) | set(w) if k not in shown and str(o.get(k)) != str(w.get(k))})
+        # a task setting (length, vocabulary) also sets the model keys that follow from it: name the task's alone
+        keys = [k for k in keys if k.startswith("task.")] or keys
+        out.append(", ".join(f"{k}={w.get(k)}" for k in keys))
+    return out
+
+
 def compare(frame: pd.DataFrame, axes: list[str], a: tuple, b: tuple) -> list[Comparison]:
     """Every group in which both arm ``a`` and arm ``b`` (values of ``axes``) were run; seeds paired."""
     if frame.empty or any(ax not in frame.columns for ax in axes):

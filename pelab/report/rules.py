@@ -451,7 +451,16 @@ def _p_for(kind: Kind, t: Test, margin: float, combine: str) -> float:
         return t.p_beyond(-margin) if t.sign * t.mean < -margin else math.nan
     if kind == "beyond_margin":
         return t.p_beyond(margin) if t.sign * t.mean < margin else math.nan
-    return t.p_beyond(0.0) if t.sign * t.mean < 0 else math.nan
+    # 'better': refuted by A worse beyond the interval, or (on enough seeds) by an interval wholly inside the
+    # margin; the latter's p is the smallest alpha whose interval excludes both bounds (two one-sided tests)
+    o = t.sign * t.mean
+    worse = t.p_beyond(0.0) if o < 0 else math.nan
+    inside = (
+        max(t.p_beyond(-margin), t.p_beyond(margin))
+        if -margin < o < margin and t.n >= MIN_EQUIVALENCE_SEEDS
+        else math.nan
+    )
+    return min((p for p in (worse, inside) if not math.isnan(p)), default=math.nan)
 
 
 @dataclass(frozen=True)

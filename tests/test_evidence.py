@@ -54,3 +54,35 @@ def test_concat_wide_meets_add_at_its_total_width() -> None:
     c = wide[0]
     assert c.a.label == "concat_wide + 32" and c.b.label == "add + 40" and c.where["width"] == 40
     assert c.b.mean("acc") == 0.93  # the add arm at d=40, not the one at d=32
+
+
+def test_an_arm_of_two_grids_splits_into_its_configurations_and_each_label_says_what_differs() -> None:
+    """add at d=32 on sort, from a grid at length 10 and another at length 12: seeds 0-2 of each. Pooled, the
+    seed-keyed values of one would overwrite the other's; split, each keeps its own three seeds."""
+    from pelab.report.evidence import config_labels, split_configs
+
+    rows = [run("sort", "add", 32, s, 0.5 + 0.01 * s) | {"task.length": 10, "model.max_len": 20} for s in (0, 1, 2)]
+    rows += [run("sort", "add", 32, s, 0.9 + 0.01 * s) | {"task.length": 12, "model.max_len": 24} for s in (0, 1, 2)]
+    rows += [run("sort", "add", 64, s, 0.95) | {"task.length": 12, "model.max_len": 24} for s in (0, 1, 2)]
+    groups = split_configs(frame(rows))
+    assert [(w["task.length"], w["model.d"], sorted(g.seed)) for w, g in groups] == [
+        (10, 32, [0, 1, 2]), (12, 32, [0, 1, 2]), (12, 64, [0, 1, 2])
+    ]  # fmt: skip
+    assert [round(float(g["m.acc"].mean()), 2) for _, g in groups] == [0.51, 0.91, 0.95]
+    # two share d=32: named by the task setting that differs (not the model key that follows from it); d=64 needs
+    # nothing beyond its width
+    assert config_labels([w for w, _ in groups], ["model.d"]) == ["task.length=10", "task.length=12", ""]
+    # with nothing shown, each is told from the other two: by the task length where that suffices, else by every
+    # key that differs from some twin
+    assert config_labels([w for w, _ in groups], []) == [
+        "task.length=10", "model.d=32, model.max_len=24, task.length=12", "model.d=64, model.max_len=24, task.length=12"
+    ]  # fmt: skip
+
+
+def test_c17_never_ranks_arms_trained_at_two_lengths_together() -> None:
+    from pelab.report.claims_training import task_settings
+
+    rows = [run("sort", c, 32, s, 0.9) | {"task.length": n} for n in (10, 12) for c in ("add", "none") for s in (0, 1)]
+    rows += [run("copy", "add", 32, s, 0.9) | {"task.length": 8} for s in (0, 1)]
+    got = [(name, sorted(set(g["task.length"])), len(g)) for name, g in task_settings(frame(rows))]
+    assert got == [("sort (task.length=10)", [10], 4), ("sort (task.length=12)", [12], 4), ("copy", [8], 2)]

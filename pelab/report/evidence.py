@@ -113,11 +113,19 @@ def config_labels(wheres: list[dict[str, Any]], shown: list[str]) -> list[str]:
     out = []
     for w in wheres:
         twins = [o for o in wheres if o is not w and all(str(o.get(k)) == str(w.get(k)) for k in shown)]
-        keys = sorted({k for o in twins for k in set(o) | set(w) if k not in shown and str(o.get(k)) != str(w.get(k))})
-        # a task setting (length, vocabulary) also sets the model keys that follow from it: name the task's alone
-        keys = [k for k in keys if k.startswith("task.")] or keys
+        differ = [_differ(w, o, shown) for o in twins]
+        keys = sorted(set().union(*differ)) if twins else []
+        # a task setting (length, vocabulary) also sets the model keys that follow from it (max_len, outputs):
+        # name the task's alone, wherever they tell this configuration from every twin
+        task_keys = [k for k in keys if k.startswith("task.")]
+        if task_keys and all(d & set(task_keys) for d in differ):
+            keys = task_keys
         out.append(", ".join(f"{k}={w.get(k)}" for k in keys))
     return out
+
+
+def _differ(w: dict[str, Any], o: dict[str, Any], shown: list[str]) -> set[str]:
+    return {k for k in set(o) | set(w) if k not in shown and str(o.get(k)) != str(w.get(k))}
 
 
 def compare(frame: pd.DataFrame, axes: list[str], a: tuple, b: tuple) -> list[Comparison]:

@@ -378,3 +378,19 @@ def test_a_family_with_no_comparison_is_not_run_and_so_is_a_claim_half_built_on_
     assert rule_c4(SUPPORTED, cost_half(empty, empty)) == NOT_RUN  # the share measured, no untied arm to remove them
     assert rule_c4(SUPPORTED, c4_half(LOW, LOW)) == TOO_SMALL
     assert rule_c2(empty, empty, empty) == NOT_RUN
+
+
+def test_key_figures_never_quote_an_arm_below_the_floor() -> None:
+    """SCIENCE.md: key figures in the summary never quote an arm below the floor. A one-sided family keeps a row
+    where add failed; the key prefers a row whose arms both learned, and otherwise names the failed arm only."""
+    from pelab.report.claims_training import key_of
+
+    failed = comp(arm("concat", WIN), arm("add", [0.50, 0.52, 0.49, 0.51, 0.50]), **{"task.name": "far"})
+    both = comp(arm("concat", WIN), arm("add", BASE), **{"task.name": "near"})
+    f = rule_c6([failed, both], FLOOR, MARGIN)
+    assert [r.verdict for r in f.rows] == [SUPPORTED, SUPPORTED]
+    key = key_of(f, ["task.name"], floor=FLOOR)
+    assert "task=near" in key and "50.4" not in key
+    alone = key_of(rule_c6([failed], FLOOR, MARGIN), ["task.name"], floor=FLOOR)
+    assert "add stayed below the 80% floor" in alone and "concat learned (accuracy 95.0%)" in alone
+    assert "50." not in alone and "+44" not in alone  # neither add's accuracy nor the difference that contains it

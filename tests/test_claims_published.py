@@ -210,3 +210,13 @@ def test_a_row_beside_its_anchor_is_not_counted_as_a_published_result() -> None:
     ]
     agree, disagree, counted = tally(rows)
     assert (agree, disagree, len(counted)) == (2, 1, 4)
+
+
+def test_the_masked_key_names_a_nope_model_that_did_not_learn_without_quoting_it() -> None:
+    from pelab.report.claims_published import gap_text, rule_c18
+
+    _, _, masked = rule_c18([], [comp(lm("rotary", GOOD), lm("nope", UNLEARNED))], FLOOR, MARGIN)
+    text = gap_text(masked, False, FLOOR)
+    assert text.startswith("NoPE did not learn") and "rotary 2.504 bits/byte" in text
+    assert "4.4" not in text  # NoPE's own bits per byte are not quoted
+    assert "NoPE 4.422" in gap_text(masked, False)  # without a floor (the tables), its numbers are shown

@@ -28,7 +28,17 @@ from pelab.report.claims import (
 )
 from pelab.report.claims_training import ARM, _finish, key_of, position_frame, task_settings
 from pelab.report.evidence import compare, side
-from pelab.report.rules import Comparison, Evidence, Family, decide, family, family_one_sided, metric, paired_test
+from pelab.report.rules import (
+    LM_LEARNED_SHARE,
+    Comparison,
+    Evidence,
+    Family,
+    decide,
+    family,
+    family_one_sided,
+    metric,
+    paired_test,
+)
 from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
 
@@ -103,19 +113,26 @@ def _text_frame(ctx: ReportContext, task: str) -> pd.DataFrame:
     return f[f["task.name"] == task] if "task.name" in f else f.iloc[0:0]
 
 
-def gap_text(fam: Family, nope_is_a: bool) -> str:
-    """How far NoPE trails (or leads) the best scheme, in bits per byte, with the interval that decided."""
+def gap_text(fam: Family, nope_is_a: bool, floor: float | None = None) -> str:
+    """How far NoPE trails (or leads) the best scheme, in bits per byte, with the interval that decided. Given
+    the ``floor``, a NoPE model that did not learn is named as such, its numbers not quoted (SCIENCE.md: key
+    figures never quote an arm below the floor)."""
     parts = []
     for row in fam.rows:
         if row.test is None:
             continue
         c = row.comparison
+        nope, best = (c.a, c.b) if nope_is_a else (c.b, c.a)
+        if floor is not None and not nope.learned(floor):
+            parts.append(
+                f"NoPE did not learn (held-out loss above {LM_LEARNED_SHARE:.0%} of the context-free baseline's), "
+                f"{best.label} {best.mean('bpb'):.3f} bits/byte"
+            )
+            continue
         lo, hi = row.interval
         mean = row.test.mean
         if not nope_is_a:  # express as NoPE relative to the best either way
             mean, lo, hi = -mean, -hi, -lo
-        best = c.b if nope_is_a else c.a
-        nope = c.a if nope_is_a else c.b
         parts.append(
             f"NoPE {nope.mean('bpb'):.3f} vs {best.label} {best.mean('bpb'):.3f} bits/byte "
             f"({100 * mean:+.1f}% [{100 * lo:+.1f}%, {100 * hi:+.1f}%])"
@@ -165,7 +182,8 @@ def c18(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     else:
         halves.append("causal not run")
     if masked:
-        halves.append(f"masked {masked_fam.verdict}: {gap_text(masked_fam, False) or key_of(masked_fam, WHERE_TEXT)}")
+        gap = gap_text(masked_fam, False, ctx.floor) or key_of(masked_fam, WHERE_TEXT, floor=ctx.floor)
+        halves.append(f"masked {masked_fam.verdict}: {gap}")
     else:
         halves.append("masked not run")
     r.key = "; ".join(halves)
@@ -279,7 +297,7 @@ def c19(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     if collisions:
         r.tables.append(Table("Grid cells (r ≠ c) whose position code equals their transpose's",
                               ["grid", "table width", "added", "concatenated"], collisions))  # fmt: skip
-    r.key = key_of(fam, where)
+    r.key = key_of(fam, where, floor=ctx.floor)
     r.caveats.append(
         "The two layouts also differ in frequencies: added, each coordinate's code spans the full width "
         "(wavelengths 10000^(-2i/d)); concatenated, each half spans d/2. This is inherent in the two layouts."

@@ -105,8 +105,11 @@ def arm_figure(ctx: ReportContext, frame: pd.DataFrame, task: str, name: str, ti
     return Figure(title, path, "mean over seeds with its 95% t-interval; parameters in brackets; floor and chance")
 
 
-def key_of(fam: Family, keys: list[str], best: bool = True) -> str:
-    """The key figure: the most telling learned comparison (never one below the floor)."""
+def key_of(fam: Family, keys: list[str], best: bool = True, floor: float | None = None) -> str:
+    """The key figure: the most telling learned comparison. SCIENCE.md: key figures never quote an arm below the
+    floor. A one-sided family (``family_one_sided``) keeps rows where one arm failed; given the ``floor``, the key
+    prefers a row whose arms both learned, and where only a one-sided row decides, it names the arm that did
+    not learn without quoting its numbers."""
     rows = [r for r in learned_rows(fam) if r.test is not None]
     if not fam.rows:
         return "not run: this study has none of these comparisons"
@@ -117,9 +120,20 @@ def key_of(fam: Family, keys: list[str], best: bool = True) -> str:
     # The most telling row: one that carries the family's verdict (a "not supported" is shown by the row that
     # refutes), then the smallest p-value, a scale-free choice across accuracy and relative loss.
     deciding = [r for r in rows if r.verdict == fam.verdict] or rows
+    if floor is not None:
+        both = [r for r in deciding if r.comparison.learned(floor)]
+        deciding = both or deciding
     row = min(deciding, key=lambda r: (math.isnan(r.p), r.p)) if best else deciding[0]
     more = f" ({len(rows)} learned comparisons, {fam.correction.split(' (')[0]})" if len(rows) > 1 else ""
     c = row.comparison
+    if floor is not None and not c.learned(floor):
+        won, lost = (c.a, c.b) if c.a.learned(floor) else (c.b, c.a)
+        m = row.test.metric
+        return (
+            f"{c.a.label} vs {c.b.label} ({c.place(keys)}): {won.label} learned ({m.label} "
+            f"{m.fmt_value(won.mean(m.key))}) where {lost.label} stayed below the {floor:.0%} floor → {row.verdict}"
+            f"{more}"
+        )
     return f"{c.a.label} vs {c.b.label} ({c.place(keys)}): {row.describe()} → {row.verdict}{more}"
 
 
@@ -242,7 +256,7 @@ def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         )
     for task in _tasks(frame[frame["model.combine"].isin(["add", "concat_split"])]):
         r.figures.append(arm_figure(ctx, frame, task, "arms", f"{task}: accuracy per arm"))
-    r.key = key_of(fam, WHERE)
+    r.key = key_of(fam, WHERE, floor=ctx.floor)
     if speed_only(fam):
         r.key += (
             f" — a learning-speed win only: on every comparison concat_split won, both arms solved the task (accuracy "

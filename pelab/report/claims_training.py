@@ -9,6 +9,8 @@ informative metric of ``CHAIN`` and applies Holm–Bonferroni where a claim says
 from __future__ import annotations
 
 import math
+from collections import Counter
+from typing import Any
 
 import pandas as pd
 
@@ -382,10 +384,19 @@ def c12(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     wins = [row for row in fam.rows if row.verdict == SUPPORTED and row.comparison.b.label.endswith("add")]
     equal = [row for row in wins if row.comparison.a.params <= row.comparison.b.params]
     kinds = sorted({a[1] if a[0] != "rotary" else "rotary" for a in arms})
+
+    def form(row: Any) -> str:  # the multiplicative arm's kind, as ``kinds`` spells it
+        scheme, comb = row.comparison.a.label.split(" + ")[:2]
+        return "rotary" if scheme == "rotary" else comb
+
+    by_form = Counter(form(row) for row in wins)
+    speed = sum(row.test is not None and row.test.metric.key == "auc" for row in wins)
     r.key = (
         f"arms run: {', '.join(kinds) or 'none'}; a multiplicative form beats add on {len(wins)} of "
         f"{len([x for x in learned_rows(fam) if x.comparison.b.label.endswith('add')])} learned comparisons "
         f"({len(equal)} at equal or fewer parameters)"
+        + (f": {', '.join(f'{k} {n}' for k, n in sorted(by_form.items()))}" if wins else "")
+        + (f"; {speed} of them on learning speed alone (both arms solved the task)" if speed else "")
     )
     if not any(k.startswith(("multiply", "matrix")) for k in kinds):
         r.caveats.append("This study ran no multiply or matrix arm: only rotary answers the question here.")

@@ -171,19 +171,26 @@ def _depth(pid: int, root: int) -> int:
 
 
 def test_killed_worker_fails_its_run_and_the_study_goes_on(tmp_path: Path) -> None:
-    f = write_study(tmp_path, steps=400)
+    """A run's process killed mid-run: that run is stored as failed, the others finish, a restart retries it.
+    Runs start from a fork server with torch preloaded, so a short run can end between being found and being
+    killed: each run is long enough (1,500 steps, about a second), and a run that ended first is not the victim."""
+    f = write_study(tmp_path, steps=1500)
     out = tmp_path / "out"
     args = ["study", str(f), "--out", str(out), "--workers", "1", "--threads", "1"]
     proc = subprocess.Popen([sys.executable, "-m", "pelab", *args], stdout=subprocess.PIPE, text=True)
-    victim = None
+    killed = False
     deadline = time.time() + 60
-    while victim is None and time.time() < deadline:
+    while not killed and time.time() < deadline:
         pids = worker_pids(proc.pid)
-        victim = pids[0] if pids else None
-        time.sleep(0.2)
-    assert victim is not None, "no worker process found"
-    time.sleep(0.5)
-    os.kill(victim, signal.SIGKILL)
+        if pids:
+            time.sleep(0.2)  # into its run
+            try:
+                os.kill(pids[0], signal.SIGKILL)
+                killed = True
+            except ProcessLookupError:  # it ended first: take the next run's process
+                continue
+        time.sleep(0.05)
+    assert killed, "no worker process found"
     proc.communicate(timeout=300)
     assert proc.returncode == 0
     rows = db_rows(out)

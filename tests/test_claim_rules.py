@@ -12,6 +12,7 @@ import pytest
 
 from pelab.report.claims_inside import (
     c2_families,
+    c4_families,
     cost_half,
     rule_c1,
     rule_c2,
@@ -20,7 +21,6 @@ from pelab.report.claims_inside import (
     rule_c8,
     rule_c10,
     shrink_evidence,
-    swapped,
 )
 from pelab.report.claims_pretrained import rule_c9
 from pelab.report.claims_training import rule_c6, rule_c7, rule_c17
@@ -196,6 +196,12 @@ def test_c3_every_branch() -> None:
     none = series([0.001, -0.002, 0.0, 0.001, 0.0], [0.0, 0.001, -0.001, 0.0, 0.0])
     assert rule_c3([none], MARGIN).verdict == NO_INFO
     assert rule_c3([shrinks, none], MARGIN).verdict == SUPPORTED
+    # a gap at d=16 "shrinking" to both arms at 100% at d=64 is the ceiling, not a shrink: no information
+    base = [0.85, 0.86, 0.84, 0.85, 0.86]
+    small = comp(arm("concat", [b + g for b, g in zip(base, [0.08, 0.10, 0.07, 0.09, 0.11], strict=True)]),
+                 arm("add", base), **{"model.d": 16})  # fmt: skip
+    ceiling = comp(arm("concat", CEIL), arm("add", CEIL), **{"model.d": 64})
+    assert rule_c3([shrink_evidence("sort, learned", [small, ceiling], FLOOR)], MARGIN).verdict == NO_INFO
     assert rule_c3([noisy], MARGIN).verdict == INCONCLUSIVE
     assert rule_c3([series([0.08, 0.10, 0.07, 0.09, 0.11], [0] * 5, large_acc=0.5)], MARGIN).verdict == TOO_SMALL
     assert rule_c3([shrinks, grows], MARGIN).verdict == NOT_SUPPORTED
@@ -203,8 +209,7 @@ def test_c3_every_branch() -> None:
 
 # --- C4: both halves named -----------------------------------------------------------------------
 def c4_half(a: list[float], b: list[float]) -> str:
-    comps = [comp(arm("add", a), arm("untied", b))]
-    return cost_half(family(comps, CHAIN, FLOOR, MARGIN), family(swapped(comps), CHAIN, FLOOR, MARGIN))
+    return cost_half(*c4_families([comp(arm("add", a), arm("untied", b))], FLOOR, MARGIN))
 
 
 def test_c4_every_branch() -> None:
@@ -226,13 +231,16 @@ def test_c4_removing_them_costs_is_general_so_one_comparison_where_it_helps_refu
         comp(arm("add", BASE), arm("untied", WIN), task="b"),
         comp(arm("add", BASE), arm("untied", WIN), task="c"),
     ]
-    cost, helps = family(comps, CHAIN, FLOOR, MARGIN), family(swapped(comps), CHAIN, FLOOR, MARGIN)
+    cost, helps = c4_families(comps, FLOOR, MARGIN)
     assert cost.verdict == SUPPORTED and helps.verdict == SUPPORTED  # both directions hold somewhere
     assert cost_half(cost, helps) == NOT_SUPPORTED
     assert rule_c4(SUPPORTED, cost_half(cost, helps)) == NOT_SUPPORTED
     # helping somewhere only within the interval does not refute: removing them costs, and nowhere helps for sure
     unsure = [comps[0], comp(arm("add", FLAT), arm("untied", NOISY), task="b")]
-    assert cost_half(family(unsure, CHAIN, FLOOR, MARGIN), family(swapped(unsure), CHAIN, FLOOR, MARGIN)) == SUPPORTED
+    assert cost_half(*c4_families(unsure, FLOOR, MARGIN)) == SUPPORTED
+    # one-sided, as C2 and C6: untied failing a task add solves is a cost; add failing where untied learns, a help
+    assert c4_half(WIN, LOW) == SUPPORTED
+    assert c4_half(LOW, WIN) == NOT_SUPPORTED
 
 
 # --- C8: equivariance and a learned NoPE decoder's probe against two controls --------------------

@@ -375,7 +375,7 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
     another), the metric that decided, the paired difference at the level that decided it, size, verdict."""
     words = words or {}
     rows = []
-    for row in fam.rows:
+    for row, place in zip(fam.rows, places(fam, where_keys), strict=True):
         c, t = row.comparison, row.test
         # probe scores, overlaps: measured on the models, not run metrics; a run has no accuracy to show beside them
         measured = t is not None and t.metric.key not in RUN_METRICS
@@ -392,7 +392,7 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
             decided += f" ({'; '.join(row.skipped)})"
         rows.append(
             [
-                c.place(list(where_keys)),
+                place,
                 *cells,
                 decided,
                 row.describe() if t is not None else "; ".join(row.skipped) or "–",
@@ -405,6 +405,16 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
             ]
         )
     return Table(f"{title} — {fam.explain()}", FAMILY_COLUMNS, rows)
+
+
+def places(fam: Family, keys: Sequence[str]) -> list[str]:
+    """Each row's held-equal values for ``keys``, and, where two rows share those, the other settings that tell
+    them apart ("task=offset, scheme=sinusoidal, d=32 (layout=tensor2tensor)"): no two rows read alike."""
+    from pelab.report.evidence import config_labels
+
+    wheres = [dict(row.comparison.where) for row in fam.rows]
+    extra = config_labels(wheres, list(keys))
+    return [row.comparison.place(list(keys)) + (f" ({x})" if x else "") for row, x in zip(fam.rows, extra, strict=True)]
 
 
 #: Metrics every run stores: a family table shows each arm's accuracy, then the deciding one beside it.

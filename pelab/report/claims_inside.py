@@ -196,6 +196,18 @@ def c2_families(comps: list[Comparison], floor: float, margin: float) -> tuple[F
     return not_worse, concat_wins
 
 
+def c4_families(comps: list[Comparison], floor: float, margin: float) -> tuple[Family, Family]:
+    """C4's half 2 both ways over add (A) against untied (B): "removing them costs" (add better) and "removing
+    them helps" (untied better), each Holm-corrected. One-sided, as C2 and C6 are: where the arm said to do
+    better learned and the other did not, that failure is the evidence (untied failing a task add solves is a
+    cost of removing the cross terms), not a budget too small."""
+    cost = family_one_sided(comps, CHAIN, floor, margin, "a", "with add above the floor (untied failing where add "
+                            "learned is a cost of removing the cross terms)", kind="better", combine="any")  # fmt: skip
+    helps = family_one_sided(swapped(comps), CHAIN, floor, margin, "a", "with untied above the floor", kind="better",
+                             combine="any")  # fmt: skip
+    return cost, helps
+
+
 def cost_half(cost: Family, helps: Family) -> str:
     """Half 2 of C4, "removing the cross terms costs": ``cost`` is add against untied, ``helps`` the same
     comparisons the other way round (untied against add), each Holm-corrected across its comparisons.
@@ -535,8 +547,12 @@ def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float
             return sign * ((a[s] - b[s]) / b[s] if m.relative else a[s] - b[s])
 
         diffs = [penalty(arms[0], arms[1], s) - penalty(arms[2], arms[3], s) for s in seeds]
-        bound = m.arms_at_bound(*([a[s] for s in seeds] for a in arms))
-        info = f"all four arms at the {bound} of {m.label}" if bound else None
+        # Either end with both its arms at a bound carries no penalty on this metric (SCIENCE.md: a comparison at
+        # a ceiling or floor carries no information), so neither does the change between the ends
+        ends = [(small, arms[0], arms[1]), (large, arms[2], arms[3])]
+        at = [(c, m.arms_at_bound([a[s] for s in seeds], [b[s] for s in seeds])) for c, a, b in ends]
+        bound = next(((c, x) for c, x in at if x), None)
+        info = f"both arms at the {bound[1]} of {m.label} at d={bound[0].where['model.d']}" if bound else None
         narrow = [penalty(arms[0], arms[1], s) for s in seeds]
         m_narrow = margin_for(m, margin, float(np.mean([arms[1][s] for s in seeds])) if seeds else math.nan)
         if info is None and len(narrow) >= MIN_EQUIVALENCE_SEEDS:
@@ -684,8 +700,9 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     f"{CROSS_SHARE:.0%} of the within-query logit variance, beyond the 95% interval over seeds, in every add arm "
     "(every task, scheme and width) that learned (floor {floor}); (2) removing them costs: add beats untied "
     "attention (cross terms dropped) beyond the Holm-corrected interval on some comparison, and untied beats add "
-    "on none (a general statement: one comparison where removing them helps refutes it); supported when both "
-    "hold, not supported when either fails",
+    "on none (a general statement: one comparison where removing them helps refutes it); an arm that did not learn "
+    "where the other did counts against it (one-sided, as in C2 and C6); supported when both halves hold, not "
+    "supported when either fails",
     metrics=CHAIN,
     plan=_plan_c4,
 )
@@ -731,8 +748,7 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     comps = []
     for base in (("learned", "add"), ("sinusoidal", "add")):
         comps += compare(ctx.frame, ["model.position.scheme", "model.combine"], base, ("untied", "none"))
-    cost = family(comps, CHAIN, ctx.floor, ctx.margin, kind="better", combine="any")
-    helps = family(swapped(comps), CHAIN, ctx.floor, ctx.margin, kind="better", combine="any")
+    cost, helps = c4_families(comps, ctx.floor, ctx.margin)
     costs = cost_half(cost, helps)
     r.tables.append(
         family_table(
@@ -753,11 +769,15 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             "comparisons, each beyond its Holm-corrected interval"
             + ("; one that helps refutes a general cost)" if count(helps) else ")")
         )
-        if all(row.test.metric.key == "auc" for row in cost.tested):
+        speed = [row for row in cost.tested if row.test.metric.key == "auc"]
+        failed = [row for row in cost.tested if not row.comparison.learned(ctx.floor)]
+        if speed:
             direction += (
-                "; every one decided on learning speed alone (both arms at the accuracy ceiling and below the loss "
-                "floor): removing the cross terms changed how fast, not how well, the task was learned"
+                f"; {len(speed)} of the {len(cost.tested)} decided on learning speed alone (both arms at the accuracy "
+                "ceiling and below the loss floor: how fast, not how well)"
             )
+        if failed:
+            direction += f"; on {len(failed)} one arm did not learn where the other did (counted: see the rule)"
     r.key = f"cross terms carry ≥ {CROSS_SHARE:.0%}: {share.verdict}; removing them costs: {costs}{direction}"
     if ids:
         a = ctx.analyse("attention", run_id=ids[0])

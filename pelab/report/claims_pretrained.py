@@ -33,7 +33,7 @@ from pelab.report.claims import (
 )
 from pelab.report.claims_training import arm_figure, key_of
 from pelab.report.evidence import compare, compare_wide
-from pelab.report.rules import Comparison, Family, family
+from pelab.report.rules import Comparison, Family, family, family_one_sided
 from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, REPORTED, TOO_SMALL
 
 
@@ -150,7 +150,8 @@ def c9(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 f"{pct(row.comparison.a.mean())}, {row.comparison.b.label} {pct(row.comparison.b.mean())}"
                 for row in split
             )
-            + ". A one-sided reading, as C2, C6 and C19 use, would count them."
+            + f". A one-sided reading, as C2, C4, C6 and C19 use, would count them, and C9 would then read "
+            f"'{family_one_sided(comps, CHAIN, ctx.floor, ctx.margin, 'a', '', kind='better', combine='any').verdict}'."
         )
     r.metric = used_metrics(fam)
     r.run_ids = runs_of(fam)

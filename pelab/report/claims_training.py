@@ -25,6 +25,7 @@ from pelab.report.claims import (
     family_table,
     interval_cell,
     learned_rows,
+    places,
     row_records,
     runs_of,
     used_metrics,
@@ -128,15 +129,16 @@ def key_of(fam: Family, keys: list[str], best: bool = True, floor: float | None 
     row = min(deciding, key=lambda r: (math.isnan(r.p), r.p)) if best else deciding[0]
     more = f" ({len(rows)} learned comparisons, {fam.correction.split(' (')[0]})" if len(rows) > 1 else ""
     c = row.comparison
+    where = dict(zip(map(id, fam.rows), places(fam, keys), strict=True))[id(row)]
     if floor is not None and not c.learned(floor):
         won, lost = (c.a, c.b) if c.a.learned(floor) else (c.b, c.a)
         m = row.test.metric
         return (
-            f"{c.a.label} vs {c.b.label} ({c.place(keys)}): {won.label} learned ({m.label} "
+            f"{c.a.label} vs {c.b.label} ({where}): {won.label} learned ({m.label} "
             f"{m.fmt_value(won.mean(m.key))}) where {lost.label} stayed below the {floor:.0%} floor → {row.verdict}"
             f"{more}"
         )
-    return f"{c.a.label} vs {c.b.label} ({c.place(keys)}): {row.describe()} → {row.verdict}{more}"
+    return f"{c.a.label} vs {c.b.label} ({where}): {row.describe()} → {row.verdict}{more}"
 
 
 def _finish(r: ClaimResult, ctx: ReportContext, families: dict[str, Family]) -> None:

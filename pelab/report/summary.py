@@ -104,7 +104,12 @@ def headline(claims: list[ClaimResult]) -> str:
     c6 = by_id.get("C6")
     wide = [r for r in (c6.rows if c6 else []) if r["family"].startswith("concat_wide") and r["verdict"] == SUPPORTED]
     if wide:
-        parts.append(f"concat_wide beat add of the same total width on {len(wide)} comparison(s) (C6, size control)")
+        speed = sum(r["metric"] == "auc" for r in wide)
+        how = (" on learning speed alone (both solved the task)" if speed == len(wide)
+               else f", {speed} of them on learning speed alone" if speed else "")  # fmt: skip
+        parts.append(
+            f"concat_wide beat add of the same total width on {len(wide)} comparison(s){how} (C6, size control)"
+        )
     c5 = by_id.get("C5")
     if c5 is not None and c5.verdict == EXACT and c5.key:
         parts.append(

@@ -129,7 +129,7 @@ def key_of(fam: Family, keys: list[str], best: bool = True, floor: float | None 
     row = min(deciding, key=lambda r: (math.isnan(r.p), r.p)) if best else deciding[0]
     more = f" ({len(rows)} learned comparisons, {fam.correction.split(' (')[0]})" if len(rows) > 1 else ""
     c = row.comparison
-    where = dict(zip(map(id, fam.rows), places(fam, keys), strict=True))[id(row)]
+    where = next(place for r, place in zip(fam.rows, places(fam, keys), strict=True) if r is row)
     if floor is not None and not c.learned(floor):
         won, lost = (c.a, c.b) if c.a.learned(floor) else (c.b, c.a)
         m = row.test.metric

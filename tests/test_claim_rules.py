@@ -179,7 +179,7 @@ def series(small_gap: list[float], large_gap: list[float], large_acc: float = 0.
     big = [large_acc - 0.01 * i for i in range(5)]
     large = comp(arm("concat", [b + g for b, g in zip(big, large_gap, strict=True)]), arm("add", big),
                  **{"model.d": 64})  # fmt: skip
-    return shrink_evidence("sort, learned", [small, large], FLOOR)
+    return shrink_evidence("sort, learned", [small, large], FLOOR, MARGIN)
 
 
 def test_c3_every_branch() -> None:
@@ -201,7 +201,7 @@ def test_c3_every_branch() -> None:
     small = comp(arm("concat", [b + g for b, g in zip(base, [0.08, 0.10, 0.07, 0.09, 0.11], strict=True)]),
                  arm("add", base), **{"model.d": 16})  # fmt: skip
     ceiling = comp(arm("concat", CEIL), arm("add", CEIL), **{"model.d": 64})
-    assert rule_c3([shrink_evidence("sort, learned", [small, ceiling], FLOOR)], MARGIN).verdict == NO_INFO
+    assert rule_c3([shrink_evidence("sort, learned", [small, ceiling], FLOOR, MARGIN)], MARGIN).verdict == NO_INFO
     assert rule_c3([noisy], MARGIN).verdict == INCONCLUSIVE
     assert rule_c3([series([0.08, 0.10, 0.07, 0.09, 0.11], [0] * 5, large_acc=0.5)], MARGIN).verdict == TOO_SMALL
     assert rule_c3([shrinks, grows], MARGIN).verdict == NOT_SUPPORTED

@@ -516,7 +516,7 @@ def width_series(ctx: ReportContext) -> dict[str, list[Comparison]]:
     }
 
 
-def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float = 0.01) -> Evidence:
+def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float) -> Evidence:
     """C3's evidence on one width series (concat_split against add, narrowest width first).
 
     Only widths at which both arms learned enter; the narrowest and the widest of them are compared.
@@ -525,9 +525,10 @@ def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float
     grew. The direction is fixed before looking at the data, by the claim itself (adding interferes, less so in
     high dimensions), not by the sign the narrowest gap happens to have.
 
-    A metric on which the narrowest width shows no penalty (its 95% interval inside the margin, on at least
-    MIN_EQUIVALENCE_SEEDS seeds) carries no information: there is no gap to shrink, and a shrink of "nothing to
-    nothing" would read as "not supported" or, at the ceiling, as a zero-width interval.
+    A metric carries no information on the series (the chain falls back to the next one) when either end has
+    both its arms at a bound of it (a ceiling or floor says nothing of a penalty), or when the narrowest width
+    shows no penalty (its 95% interval inside the margin, on at least MIN_EQUIVALENCE_SEEDS seeds): there is no
+    gap to shrink, and "nothing to nothing" would read as "not supported".
     """
     learned = [c for c in cs if c.learned(floor)]
     widths = [c.where["model.d"] for c in learned]

@@ -480,12 +480,16 @@ def chain_for(c: Comparison, chain: Sequence[str]) -> tuple[str, ...]:
     return tuple(chain)
 
 
-def evidence(comparisons: Sequence[Comparison], chain: Sequence[str], floor: float) -> list[Evidence]:
-    """Paired tests of every comparison on each metric of ``chain``; learned = both arms at the floor."""
-    return [
-        Evidence(c, c.learned(floor), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain)))
-        for c in comparisons
-    ]
+def evidence(
+    comparisons: Sequence[Comparison], chain: Sequence[str], floor: float, learner: Literal["both", "a", "b"] = "both"
+) -> list[Evidence]:
+    """Paired tests of every comparison on each metric of ``chain``; learned = both arms at the floor, or only
+    ``learner`` (``family_one_sided``)."""
+
+    def learned(c: Comparison) -> bool:
+        return c.learned(floor) if learner == "both" else getattr(c, learner).learned(floor)
+
+    return [Evidence(c, learned(c), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain))) for c in comparisons]
 
 
 def family(
@@ -515,11 +519,7 @@ def family_one_sided(
     arm's failure: an added 2-D table that cannot tell (r, c) from (c, r), a masked NoPE model, an add arm that
     did not learn where concat_split did. Dropping such a row as "budget too small" would hide the very evidence
     against the claim. ``words`` says in the report which arm had to learn."""
-    items = [
-        Evidence(c, getattr(c, learner).learned(floor), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain)))
-        for c in comparisons
-    ]
-    return replace(decide(items, margin, kind, combine), learned_words=words)
+    return replace(decide(evidence(comparisons, chain, floor, learner), margin, kind, combine), learned_words=words)
 
 
 def decide(

@@ -77,17 +77,16 @@ def test_c6_every_branch() -> None:
 def test_c6_names_a_win_on_learning_speed_alone() -> None:
     """Both arms at 100% and below the loss floor: the area under the learning curve decides (SCIENCE.md's
     fallback), and the claim says the win is in speed, not final quality; a win on loss anywhere is not."""
-    from pelab.report.claims import ClaimResult, row_records
-    from pelab.report.claims_training import speed_only
+    from pelab.report.claims import ClaimResult, row_records, speed_only
     from pelab.report.summary import SPEED_WIN, headline
 
     solved = [0.004, 0.005, 0.004, 0.005, 0.004]
     fast = comp(arm("c", CEIL, solved, auc=[0.95, 0.96, 0.95, 0.97, 0.96]), arm("a", CEIL, solved, auc=[0.90] * 5))
     f = rule_c6([fast], FLOOR, MARGIN)
-    assert f.verdict == SUPPORTED and f.rows[0].test.metric.key == "auc" and speed_only(f)
+    assert f.verdict == SUPPORTED and f.rows[0].test.metric.key == "auc" and speed_only(row_records(f))
     lower, higher = [0.010, 0.011, 0.012, 0.010, 0.011], [0.02, 0.022, 0.021, 0.02, 0.023]
     better = comp(arm("c", CEIL, lower), arm("a", CEIL, higher))
-    assert not speed_only(rule_c6([fast, better], FLOOR, MARGIN))
+    assert not speed_only(row_records(rule_c6([fast, better], FLOOR, MARGIN)))
 
     def c6(fam) -> ClaimResult:
         return ClaimResult("C6", "t", "", "", "", verdict=fam.verdict, rows=row_records(fam, "concat_split vs add"))

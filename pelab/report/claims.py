@@ -28,7 +28,7 @@ import pandas as pd
 
 from pelab import forkserver
 from pelab.report.rules import ACC, Family, Row, Side, metric
-from pelab.report.verdicts import NO_INFO, TOO_SMALL
+from pelab.report.verdicts import NO_INFO, SUPPORTED, TOO_SMALL
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 
@@ -458,6 +458,14 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def speed_only(records: Sequence[dict[str, Any]]) -> bool:
+    """Every supporting row (claims.json records: ``row_records``) was decided on learning speed (AUC): both arms
+    had solved the task, so the win says how fast, not how well. SCIENCE.md allows that fallback; the key and
+    the headline tell the reader."""
+    wins = [r for r in records if r["verdict"] == SUPPORTED]
+    return bool(wins) and all(r["metric"] == "auc" for r in wins)
 
 
 def used_metrics(*families: Family) -> str:

@@ -28,6 +28,7 @@ from pelab.report.claims import (
     places,
     row_records,
     runs_of,
+    speed_only,
     used_metrics,
 )
 from pelab.report.evidence import arms_table, compare, compare_wide, config_columns, config_labels, split_configs
@@ -261,7 +262,7 @@ def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     for task in _tasks(frame[frame["model.combine"].isin(["add", "concat_split"])]):
         r.figures.append(arm_figure(ctx, frame, task, "arms", f"{task}: accuracy per arm"))
     r.key = key_of(fam, WHERE, floor=ctx.floor)
-    if speed_only(fam):
+    if speed_only(row_records(fam)):
         r.key += (
             f" — a learning-speed win only: on every comparison concat_split won, both arms solved the task (accuracy "
             f"at the ceiling, held-out loss below {LOSS_FLOOR} nats), so it learned faster, not better"
@@ -269,13 +270,6 @@ def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     r.setup = f"{len(fam.rows)} paired comparisons over tasks, schemes and widths; parameters of both arms beside each"
     _finish(r, ctx, {"concat_split vs add": fam, "concat_wide vs add at its width": wide})
     return r
-
-
-def speed_only(fam: Family) -> bool:
-    """Every comparison that supports the claim was decided on learning speed (AUC): both arms had solved the
-    task, so the win says how fast, not how well. SCIENCE.md allows that fallback; the reader is told."""
-    wins = [row for row in fam.rows if row.verdict == SUPPORTED and row.test is not None]
-    return bool(wins) and all(row.test.metric.key == "auc" for row in wins)
 
 
 @claim(

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from pelab.report.catalog import all_claims
-from pelab.report.claims import DOC, ClaimResult, ReportContext
+from pelab.report.claims import DOC, ClaimResult, ReportContext, speed_only
 from pelab.report.verdicts import (
     ERROR,
     EXACT,
@@ -86,13 +86,6 @@ SPEED_WIN = (
 )
 
 
-def speed_win(c6: ClaimResult) -> bool:
-    """C6 supported on learning speed alone: every same-width win was decided on the area under the learning
-    curve, both arms having solved the task. "Beat" would read as final quality; the headline says which."""
-    wins = [r for r in c6.rows if r["family"] == "concat_split vs add" and r["verdict"] == SUPPORTED]
-    return c6.verdict == SUPPORTED and bool(wins) and all(r["metric"] == "auc" for r in wins)
-
-
 def headline(claims: list[ClaimResult]) -> str:
     """'Added or concatenated?' answered from the verdicts, one clause per claim that bears on it."""
     by_id = {c.id: c for c in claims}
@@ -100,12 +93,14 @@ def headline(claims: list[ClaimResult]) -> str:
     for cid in ("C6", "C9", "C10"):
         c = by_id.get(cid)
         if c is not None and c.verdict in HEADLINE[cid]:
-            parts.append(f"{SPEED_WIN if cid == 'C6' and speed_win(c) else HEADLINE[cid][c.verdict]} ({cid})")
+            same_width = [r for r in c.rows if r["family"] == "concat_split vs add"]
+            speed = cid == "C6" and c.verdict == SUPPORTED and speed_only(same_width)
+            parts.append(f"{SPEED_WIN if speed else HEADLINE[cid][c.verdict]} ({cid})")
     c6 = by_id.get("C6")
     wide = [r for r in (c6.rows if c6 else []) if r["family"].startswith("concat_wide") and r["verdict"] == SUPPORTED]
     if wide:
         speed = sum(r["metric"] == "auc" for r in wide)
-        how = (" on learning speed alone (both solved the task)" if speed == len(wide)
+        how = (" on learning speed alone (both solved the task)" if speed_only(wide)
                else f", {speed} of them on learning speed alone" if speed else "")  # fmt: skip
         parts.append(
             f"concat_wide beat add of the same total width on {len(wide)} comparison(s){how} (C6, size control)"

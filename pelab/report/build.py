@@ -303,7 +303,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         Table=Table,
         answer=answer(claims),
         headline=headline(claims),
-        not_measured=not_measured(ctx, claims),
+        not_measured=not_measured(ctx),
         scale=scale(ctx),
     )
     data["report_seconds"] = f"{time.perf_counter() - started:.0f}"

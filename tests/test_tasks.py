@@ -125,3 +125,75 @@ def test_charlm_user_file(tmp_path) -> None:
     assert text in f.read_text()
     with pytest.raises(PelabError, match="task.corpus"):
         make_task(TaskConfig(name="charlm", corpus=str(tmp_path / "missing.txt"))).check_data()
+
+
+# --- C17's reference: which targets training showed the answer to -----------------------------------------
+def _answers(name: str, task, inputs: torch.Tensor) -> torch.Tensor:
+    """Each target recomputed from the inputs by the task's definition (the module docstring), not its code."""
+    n = inputs.shape[1]
+    if name == "lookup":
+        half = n // 2
+        x, j = inputs[:, :half], inputs[:, half:] - task.cfg.vocab
+        return torch.cat([torch.zeros_like(x), torch.stack([x[b, j[b]] for b in range(len(x))])], dim=1)
+    k = task.cfg.k
+    rows = []
+    for x in inputs.tolist():
+        if name == "reverse":
+            rows.append(x[::-1])
+        elif name == "rotate":
+            rows.append([x[(i - k) % n] for i in range(n)])
+        elif name == "offset":
+            rows.append([0] * k + x[:-k])
+        else:
+            rows.append(sorted(x))
+    return torch.tensor(rows)
+
+
+@pytest.mark.parametrize("name", ["reverse", "rotate", "offset", "sort", "lookup"])
+@pytest.mark.parametrize("n", [8, 12, 16])
+def test_seen_targets_are_exactly_the_answers_training_showed(name: str, n: int) -> None:
+    """A target is seen when no symbol past the training length can change it (and, for an encoder, it sits
+    inside that length itself; for lookup, where the query sits does not matter). Checked by redrawing every
+    symbol at positions >= n_train many times: a seen target never changes, and every other one does. Sort's
+    i-th smallest may not change on a given row by chance (a 0 among the first symbols stays the minimum), so
+    there the check is per output position, across rows."""
+    n_train = 8
+    task = make_task(TaskConfig(name=name, length=n_train, k=2, vocab=16, eval_multipliers=[1.0, 1.5, 2.0]))
+    b = task.batch("test", 16, torch.Generator().manual_seed(1), n=n)
+    seen = task.seen_targets(b, n_train)
+    assert torch.equal(_answers(name, task, b.inputs)[b.mask], b.targets[b.mask])
+    symbols = n  # lookup too: its first n inputs are the symbols, the queries follow
+    changed = torch.zeros_like(b.mask)
+    g = torch.Generator().manual_seed(2)
+    for _ in range(300):
+        redrawn = b.inputs.clone()
+        if symbols > n_train:
+            redrawn[:, n_train:symbols] = torch.randint(0, 16, (len(redrawn), symbols - n_train), generator=g)
+        changed |= _answers(name, task, redrawn) != b.targets
+    if name != "lookup":  # an encoder output outside the training length was never trained on
+        changed[:, n_train:] = True
+    assert not (seen & changed).any()
+    if name == "sort":
+        assert torch.equal(seen.any(0), ~changed.any(0))
+    else:
+        assert torch.equal(seen, b.mask & ~changed)
+    if n == n_train:
+        assert torch.equal(seen, b.mask)
+
+
+def test_seen_targets_known_shares() -> None:
+    """The shares C17 prints, by hand: reverse at 1.5n reads inside the training length for outputs
+    n/2..n-1 only; lookup at 2n answers the queries naming an index below n; a decoder's copy at 1.5n scores
+    positions 1.5n..3n-1, of which those below the training sequence length 2n are seen."""
+
+    def share(name: str, n: int, **kw: object) -> float:
+        task = make_task(TaskConfig(name=name, length=8, eval_multipliers=[1.0, 1.5, 2.0], **kw))
+        b = task.batch("test", 512, torch.Generator().manual_seed(0), n=n)
+        return float(task.seen_targets(b, 8).sum() / b.mask.sum())
+
+    assert share("reverse", 12) == pytest.approx(4 / 12) and share("reverse", 16) == 0
+    assert share("rotate", 12, k=2) == pytest.approx(6 / 12)
+    assert share("offset", 12, k=2) == pytest.approx(6 / 10)
+    assert share("sort", 12) == 0 and share("sort", 8) == 1
+    assert share("lookup", 16) == pytest.approx(0.5, abs=0.03)
+    assert share("copy", 12) == pytest.approx(4 / 12)

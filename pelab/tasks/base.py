@@ -95,6 +95,18 @@ class Task:
         generator tells them apart); tasks over a fixed dataset keep the three apart."""
         raise NotImplementedError
 
+    def seen_targets(self, batch: Batch, n_train: int) -> Tensor:
+        """Which scored targets of ``batch`` (drawn at any size) a model could answer from what training at size
+        ``n_train`` showed it: its answer reads only positions (and tokens) that occur at that size. C17 sets the
+        accuracy of a model right exactly there, and at chance elsewhere, beside each arm at longer lengths, so
+        an arm that only solves what it has seen is not mistaken for one that extrapolates.
+
+        The default is the target's own position: right for causal decoders, whose answer reads nothing after
+        it, and for encoders whose answer reads only earlier positions. Tasks whose answer reads later
+        positions, or whose inputs name positions, say more."""
+        positions = torch.arange(batch.mask.shape[1])[None, :].expand_as(batch.mask)
+        return batch.mask & (positions < self.seq_len(n_train))
+
     def eval_batches(
         self, n: int, batch_size: int, count: int, generator: torch.Generator, split: str = "test"
     ) -> Iterator[Batch]:

@@ -43,6 +43,19 @@ class TokenEncoderTask(Task):
         y, mask = self.targets(x)
         return Batch(x, y, mask)
 
+    def sources(self, n: int) -> torch.Tensor | None:
+        """The input position each output i copies at size n; None where an output reads every position."""
+        return torch.arange(n)
+
+    def seen_targets(self, batch: Batch, n_train: int) -> torch.Tensor:
+        """Output i is answerable from training when both i and the position it reads lie below ``n_train``."""
+        n = batch.mask.shape[1]
+        src = self.sources(n)
+        if src is None:  # reads every position: only at sizes training showed
+            return batch.mask & (n <= n_train)
+        i = torch.arange(n)
+        return batch.mask & ((i < n_train) & (src < n_train))[None, :]
+
 
 @register
 class Reverse(TokenEncoderTask):
@@ -51,6 +64,9 @@ class Reverse(TokenEncoderTask):
 
     def targets(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return x.flip(1), torch.ones_like(x, dtype=torch.bool)
+
+    def sources(self, n: int) -> torch.Tensor:
+        return n - 1 - torch.arange(n)
 
 
 @register
@@ -64,6 +80,9 @@ class Rotate(TokenEncoderTask):
 
     def targets(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return x.roll(self.cfg.k, dims=1), torch.ones_like(x, dtype=torch.bool)
+
+    def sources(self, n: int) -> torch.Tensor:
+        return (torch.arange(n) - self.cfg.k) % n
 
 
 @register
@@ -83,6 +102,9 @@ class Offset(TokenEncoderTask):
         mask[:, k:] = True
         return y, mask
 
+    def sources(self, n: int) -> torch.Tensor:
+        return torch.arange(n) - self.cfg.k  # negative where unscored
+
 
 @register
 class Sort(TokenEncoderTask):
@@ -91,6 +113,9 @@ class Sort(TokenEncoderTask):
 
     def targets(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return x.sort(dim=1).values, torch.ones_like(x, dtype=torch.bool)
+
+    def sources(self, n: int) -> None:
+        return None  # the i-th smallest depends on every symbol
 
 
 @register
@@ -114,6 +139,16 @@ class Lookup(TokenEncoderTask):
         mask = torch.zeros_like(inputs, dtype=torch.bool)
         mask[:, n:] = True
         return Batch(inputs, y, mask)
+
+    def seen_targets(self, batch: Batch, n_train: int) -> torch.Tensor:
+        """A query reads the symbol at the index it names, through an index token: one training showed only
+        for indices below ``n_train``. Where the query itself sits does not matter (attention is bidirectional
+        and the answer is the same wherever it is asked), so half the queries at 2n are answerable from
+        training alone, not none."""
+        n = batch.mask.shape[1] // 2
+        index = batch.inputs - self.cfg.vocab  # the queried index at query positions
+        queries = torch.arange(2 * n)[None, :] >= n
+        return batch.mask & queries & (index < n_train)
 
 
 class DecoderTask(Task):

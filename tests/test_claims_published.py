@@ -7,9 +7,11 @@ import math
 import pandas as pd
 import pytest
 
+from pelab.report.claims import row_records
 from pelab.report.claims_published import (
     AGREE,
     DISAGREE,
+    GAP_WORDS,
     UNTESTED,
     best_against_nope,
     combine_halves,
@@ -70,12 +72,16 @@ def test_c18_every_branch() -> None:
     verdict, causal, masked = rule_c18([close], [fails], FLOOR, MARGIN)
     assert (verdict, causal.verdict, masked.verdict) == (SUPPORTED, SUPPORTED, SUPPORTED)
     assert causal.rows[0].test.metric.key == "bpb"
-    # causal NoPE far behind: the causal half is not inside the margin, but SCIENCE.md's "or trailing it by a
-    # stated amount" holds once NoPE learned, so the masked half decides
+    assert causal.rows[0].notes[-1] == GAP_WORDS[SUPPORTED]
+    # causal NoPE far behind: not inside the margin, but SCIENCE.md's "or trailing it by a stated amount" holds
+    # once NoPE learned; the row states the gap, and the table and claims.json read the same verdict
     verdict, causal, _ = rule_c18([far], [fails], FLOOR, MARGIN)
-    assert causal.verdict == NOT_SUPPORTED and verdict == SUPPORTED
-    # causal NoPE that did not learn while the best did: the causal half is too small, the claim inconclusive
-    assert rule_c18([comp(lm("nope", UNLEARNED), lm("best", GOOD))], [fails], FLOOR, MARGIN)[0] == INCONCLUSIVE
+    assert causal.verdict == SUPPORTED and verdict == SUPPORTED
+    assert causal.rows[0].notes[-1] == GAP_WORDS[NOT_SUPPORTED] and causal.rows[0].interval[0] > 0.1
+    assert row_records(causal)[0]["verdict"] == SUPPORTED
+    # causal NoPE that did not learn while the best did: the causal half fails (the one floor policy)
+    verdict, causal, _ = rule_c18([comp(lm("nope", UNLEARNED), lm("best", GOOD))], [fails], FLOOR, MARGIN)
+    assert (verdict, causal.verdict) == (NOT_SUPPORTED, NOT_SUPPORTED)
     # masked NoPE as good as the best: not supported
     assert rule_c18([close], [ties], FLOOR, MARGIN)[0] == NOT_SUPPORTED
     # masked NoPE only slightly worse (beyond the interval, inside the margin): not "far" worse
@@ -84,26 +90,30 @@ def test_c18_every_branch() -> None:
     # ... but with three seeds, "inside the margin" is an equivalence-type conclusion: inconclusive
     slight3 = comp(lm("best", GOOD[:3]), lm("nope", [g * f for g, f in zip(GOOD[:3], SLIGHT[:3], strict=True)]))
     assert rule_c18([close], [slight3], FLOOR, MARGIN)[2].verdict == INCONCLUSIVE
-    # a noisy causal comparison leaves its half inconclusive, which states the gap and does not block the claim;
+    # a noisy causal gap is stated as not settled and does not block the claim (NoPE learned);
     # a noisy masked comparison leaves the claim inconclusive
     noisy = comp(lm("nope", NOISY), lm("best", GOOD))
     verdict, causal, _ = rule_c18([noisy], [fails], FLOOR, MARGIN)
-    assert causal.verdict == INCONCLUSIVE and verdict == SUPPORTED
+    assert causal.rows[0].notes[-1] == GAP_WORDS[INCONCLUSIVE] and verdict == SUPPORTED
     noisy_masked = comp(lm("best", GOOD), lm("nope", NOISY))
     assert rule_c18([close], [noisy_masked], FLOOR, MARGIN)[0] == INCONCLUSIVE
     # the scheme with positions did not learn: both halves too small
     bad = comp(lm("nope", UNLEARNED), lm("best", UNLEARNED))
     assert rule_c18([bad], [comp(lm("best", UNLEARNED), lm("nope", UNLEARNED))], FLOOR, MARGIN)[0] == TOO_SMALL
-    # the causal equivalence needs five seeds
+    # "within the margin" needs five seeds: with three the gap is not settled
     three = comp(lm("nope", CLOSE[:3]), lm("best", GOOD[:3]))
-    assert rule_c18([three], [fails], FLOOR, MARGIN)[1].verdict == INCONCLUSIVE
+    assert rule_c18([three], [fails], FLOOR, MARGIN)[1].rows[0].notes[-1] == GAP_WORDS[INCONCLUSIVE]
+    # the masked arm with positions failing where NoPE learned refutes the masked half (the one floor policy)
+    assert rule_c18([close], [comp(lm("best", UNLEARNED), lm("nope", GOOD))], FLOOR, MARGIN)[0] == NOT_SUPPORTED
 
 
 def test_c18_halves_combine() -> None:
     assert combine_halves(SUPPORTED, SUPPORTED) == SUPPORTED
-    assert combine_halves(NOT_SUPPORTED, SUPPORTED) == SUPPORTED  # trails by a stated amount: still holds
+    assert combine_halves(NOT_SUPPORTED, SUPPORTED) == NOT_SUPPORTED  # causal NoPE did not learn
     assert combine_halves(SUPPORTED, NOT_SUPPORTED) == NOT_SUPPORTED
-    assert combine_halves(NOT_SUPPORTED, TOO_SMALL) == INCONCLUSIVE  # masked half not run: never refuted
+    assert combine_halves(INCONCLUSIVE, SUPPORTED) == INCONCLUSIVE
+    assert combine_halves(NOT_SUPPORTED, TOO_SMALL) == NOT_SUPPORTED  # a half that fails refutes either way
+    assert combine_halves(SUPPORTED, TOO_SMALL) == INCONCLUSIVE  # masked half too small: never refuted
     assert combine_halves(TOO_SMALL, TOO_SMALL) == TOO_SMALL
     assert combine_halves(NOT_RUN, NOT_RUN) == NOT_RUN  # neither half in the study: no budget was tried
     assert combine_halves(TOO_SMALL, NOT_RUN) == TOO_SMALL

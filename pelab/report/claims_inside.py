@@ -45,7 +45,6 @@ from pelab.report.rules import (
     decide,
     decide_some_group,
     family,
-    family_one_sided,
     from_diffs,
     margin_for,
     metric,
@@ -186,25 +185,20 @@ def rule_c3(series: list[Evidence], margin: float) -> Family:
 
 def c2_families(comps: list[Comparison], floor: float, margin: float) -> tuple[Family, Family]:
     """C2's two comparison halves over add (A) against concat_split (B): "add not worse" on every comparison,
-    and "concat_split better" on some (Holm). SCIENCE.md says none of them may be dropped, so a comparison in
-    which concat_split learned and add did not stays in both: add's failure there is the evidence against the
-    claim, not a budget too small. One where concat_split did not learn is dropped either way (add beating an arm
-    that did not learn shows nothing about addition containing concatenation)."""
-    words = "with concat_split above the floor (add failing where it learned is evidence against the claim)"
-    not_worse = family_one_sided(comps, CHAIN, floor, margin, "b", words, kind="not_worse", combine="all")
-    concat_wins = family_one_sided(swapped(comps), CHAIN, floor, margin, "a", words, kind="better", combine="any")
+    and "concat_split better" on some (Holm). SCIENCE.md says none of them may be dropped: under the one floor
+    policy (``FLOOR_POLICY``) a comparison in which only one arm learned stays in both, and the arm that failed
+    is the evidence against it."""
+    not_worse = family(comps, CHAIN, floor, margin, kind="not_worse", combine="all")
+    concat_wins = family(swapped(comps), CHAIN, floor, margin, kind="better", combine="any")
     return not_worse, concat_wins
 
 
 def c4_families(comps: list[Comparison], floor: float, margin: float) -> tuple[Family, Family]:
     """C4's half 2 both ways over add (A) against untied (B): "removing them costs" (add better) and "removing
-    them helps" (untied better), each Holm-corrected. One-sided, as C2 and C6 are: where the arm said to do
-    better learned and the other did not, that failure is the evidence (untied failing a task add solves is a
-    cost of removing the cross terms), not a budget too small."""
-    cost = family_one_sided(comps, CHAIN, floor, margin, "a", "with add above the floor (untied failing where add "
-                            "learned is a cost of removing the cross terms)", kind="better", combine="any")  # fmt: skip
-    helps = family_one_sided(swapped(comps), CHAIN, floor, margin, "a", "with untied above the floor", kind="better",
-                             combine="any")  # fmt: skip
+    them helps" (untied better), each Holm-corrected. Under the one floor policy (``FLOOR_POLICY``), untied
+    failing a task add solves is a cost of removing the cross terms, and the other way round a help."""
+    cost = family(comps, CHAIN, floor, margin, kind="better", combine="any")
+    helps = family(swapped(comps), CHAIN, floor, margin, kind="better", combine="any")
     return cost, helps
 
 
@@ -402,8 +396,8 @@ def _plan_c8(ctx: ReportContext) -> None:
     "an answer to the question",
     "supported when, over seeds, the trained token/position subspaces overlap less than at initialisation beyond "
     "the interval (every add + learned arm that learned) and add is not worse than concat_split (both learned "
-    "positions) beyond the margin ({margin} accuracy, ±2% loss) on every comparison in which concat_split learned "
-    "(floor {floor}; none may be dropped, so add failing where concat_split learned counts against the claim); "
+    "positions) beyond the margin ({margin} accuracy, ±2% loss) on every comparison with an arm above the floor "
+    "({floor}; none may be dropped, so an arm failing where the other learned counts against it); "
     "not supported when concat_split beats add beyond the Holm-corrected interval on some comparison, "
     "or add is worse beyond the margin, or the overlap grows",
     metrics=CHAIN,
@@ -702,7 +696,7 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     "(every task, scheme and width) that learned (floor {floor}); (2) removing them costs: add beats untied "
     "attention (cross terms dropped) beyond the Holm-corrected interval on some comparison, and untied beats add "
     "on none (a general statement: one comparison where removing them helps refutes it); an arm that did not learn "
-    "where the other did counts against it (one-sided, as in C2 and C6); supported when both halves hold, not "
+    "where the other did counts against it (the one floor policy); supported when both halves hold, not "
     "supported when either fails",
     metrics=CHAIN,
     plan=_plan_c4,

@@ -99,8 +99,8 @@ def split_configs(frame: pd.DataFrame) -> list[tuple[dict[str, Any], pd.DataFram
         return []
     held = [c for c in config_columns(frame) if c != "seed"]
     out = []
-    for _, idx in frame[held].astype(str).groupby(held, sort=False, dropna=False).groups.items():
-        group = frame.loc[idx]
+    for pos in frame[held].astype(str).groupby(held, sort=False, dropna=False).indices.values():
+        group = frame.iloc[pos]
         first = group.iloc[0]
         out.append(({k: first[k] for k in held if not (isinstance(first[k], float) and math.isnan(first[k]))}, group))
     return out
@@ -135,8 +135,8 @@ def compare(frame: pd.DataFrame, axes: list[str], a: tuple, b: tuple) -> list[Co
     held = [c for c in config_columns(frame) if c not in axes and c != "seed"]
     out = []
     key_frame = frame[held].astype(str)
-    for _, idx in key_frame.groupby(held, sort=False, dropna=False).groups.items():
-        group = frame.loc[idx]
+    for pos in key_frame.groupby(held, sort=False, dropna=False).indices.values():
+        group = frame.iloc[pos]
         rows_a = group[(group[axes].astype(str) == [str(v) for v in a]).all(axis=1)]
         rows_b = group[(group[axes].astype(str) == [str(v) for v in b]).all(axis=1)]
         if rows_a.empty or rows_b.empty:

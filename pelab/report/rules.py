@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -361,8 +361,8 @@ class Family:
     kind: Kind
     combine: Literal["any", "all"]
     correction: str
-    #: which arms must have learned for a row to count (one-sided claims need only the arm they say succeeds)
-    learned_words: str = "with both arms above the floor"
+    #: how many rows entered, in the report's words (``FLOOR_POLICY``)
+    learned_words: str = "with an arm above the floor"
 
     @property
     def tested(self) -> list[Row]:
@@ -480,16 +480,27 @@ def chain_for(c: Comparison, chain: Sequence[str]) -> tuple[str, ...]:
     return tuple(chain)
 
 
-def evidence(
-    comparisons: Sequence[Comparison], chain: Sequence[str], floor: float, learner: Literal["both", "a", "b"] = "both"
-) -> list[Evidence]:
-    """Paired tests of every comparison on each metric of ``chain``; learned = both arms at the floor, or only
-    ``learner`` (``family_one_sided``)."""
+def evidence(comparisons: Sequence[Comparison], chain: Sequence[str], floor: float) -> list[Evidence]:
+    """Paired tests of every comparison on each metric of ``chain``; whether it enters is ``FLOOR_POLICY``."""
+    return [
+        Evidence(
+            c, c.a.learned(floor) or c.b.learned(floor), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain))
+        )
+        for c in comparisons
+    ]
 
-    def learned(c: Comparison) -> bool:
-        return c.learned(floor) if learner == "both" else getattr(c, learner).learned(floor)
 
-    return [Evidence(c, learned(c), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain))) for c in comparisons]
+#: The one floor policy of every verdict family. A comparison enters when at least one of its arms learned (is
+#: above the study's floor): an arm that failed where its pair learned is evidence against that arm, and dropping
+#: the row as "budget too small" would hide it (SCIENCE.md, C2: "none may be dropped"; C18's masked NoPE and
+#: C19's added grid fail by the claim's own account). Only a comparison where neither arm learned says nothing
+#: but that the budget was too small. The row is then decided like any other, on the paired interval of its first
+#: informative metric, so an arm just under the floor beside one just over it is no win unless the interval says
+#: so. Key figures still quote only rows whose arms both learned where there are any (``key_of``).
+FLOOR_POLICY = (
+    "a comparison enters when at least one arm is above the floor (an arm that failed where its pair learned "
+    "counts against it, on the paired interval like any other); one where neither learned is budget too small"
+)
 
 
 def family(
@@ -505,23 +516,6 @@ def family(
     return decide(evidence(comparisons, chain, floor), margin, kind, combine, alpha)
 
 
-def family_one_sided(
-    comparisons: Sequence[Comparison],
-    chain: Sequence[str],
-    floor: float,
-    margin: float,
-    learner: Literal["a", "b"],
-    words: str,
-    kind: Kind = "better",
-    combine: Literal["any", "all"] = "any",
-) -> Family:
-    """``family`` where only one arm (``learner``) must have learned. For a rule whose refutation *is* the other
-    arm's failure: an added 2-D table that cannot tell (r, c) from (c, r), a masked NoPE model, an add arm that
-    did not learn where concat_split did. Dropping such a row as "budget too small" would hide the very evidence
-    against the claim. ``words`` says in the report which arm had to learn."""
-    return replace(decide(evidence(comparisons, chain, floor, learner), margin, kind, combine), learned_words=words)
-
-
 def decide(
     items: Sequence[Evidence],
     margin: float,
@@ -531,7 +525,7 @@ def decide(
 ) -> Family:
     """The family rule of SCIENCE.md.
 
-    * Rows whose arms did not both learn are ``TOO_SMALL`` and take no part.
+    * Rows where neither arm learned are ``TOO_SMALL`` and take no part (``FLOOR_POLICY``).
     * Rows where no test carries information are ``NO_INFO`` and take no part; otherwise the first
       informative test decides the row (the metrics before it are listed as skipped, with why).
     * ``combine="any"`` (A beats B on *some* comparison): Holm–Bonferroni across the informative rows;
@@ -547,7 +541,7 @@ def decide(
     for item in items:
         c = item.comparison
         if not item.learned:
-            rows.append(Row(c, TOO_SMALL, skipped=["an arm below the floor"]))
+            rows.append(Row(c, TOO_SMALL, skipped=["both arms below the floor"]))
             continue
         skipped = [t.info for t in item.tests if t.info is not None]
         t = next((t for t in item.tests if t.info is None), None)
@@ -596,7 +590,7 @@ def decide(
         if combine == "any"
         else f"every comparison must hold at 95% (no correction needed); refutations Holm-corrected across {k}"
     )
-    return Family(rows, _combine([r.verdict for r in rows], combine), kind, combine, correction)
+    return Family(rows, combine_verdicts([r.verdict for r in rows], combine), kind, combine, correction)
 
 
 def decide_some_group(
@@ -635,7 +629,7 @@ def decide_some_group(
         "way (a group that does not still counts in the correction)"
     )
     rows = [r for fam in per for r in fam.rows]
-    return Family(rows, _combine(verdicts, "any"), kind, "any", correction), verdicts
+    return Family(rows, combine_verdicts(verdicts, "any"), kind, "any", correction), verdicts
 
 
 def row_margin(r: Row, margin: float) -> float:
@@ -644,7 +638,7 @@ def row_margin(r: Row, margin: float) -> float:
     return margin_for(r.test.metric, margin, r.comparison.b.mean(r.test.metric.key))
 
 
-def _combine(verdicts: Sequence[str], how: Literal["any", "all"]) -> str:
+def combine_verdicts(verdicts: Sequence[str], how: Literal["any", "all"]) -> str:
     if not verdicts:  # no comparison at all: the study lacks its arms, which says nothing of a budget
         return NOT_RUN
     learned = [v for v in verdicts if v != TOO_SMALL]

@@ -156,7 +156,7 @@ def scale(ctx: ReportContext) -> str:
 
 def claims_markdown() -> str:
     """docs/claims.md: every claim, who made it, its deciding metrics and its rule, from the registry."""
-    from pelab.report.rules import LOSS_FLOOR, RELATIVE_MARGIN, metric
+    from pelab.report.rules import FLOOR_POLICY, LOSS_FLOOR, RELATIVE_MARGIN, metric
 
     lines = [
         "# The claims and their rules",
@@ -168,8 +168,9 @@ def claims_markdown() -> str:
         "## How every training verdict is drawn",
         "",
         "- **Learned.** An arm learned its task when its mean accuracy at the training size reaches the study's",
-        "  floor (`[report] floor`, default 80%). A comparison with an arm below the floor is *budget too small*",
-        "  and takes no part in the verdict; key figures never quote it.",
+        "  floor (`[report] floor`, default 80%); a language model when its loss is at most 80% of the",
+        "  context-free baseline's. One policy for every claim: " + FLOOR_POLICY + ". Key figures quote",
+        "  a comparison whose arms both learned wherever there is one, and never an arm's numbers below the floor.",
         "- **Paired.** Arms share task data, seeds, steps, optimiser and evaluation sets; the difference A − B is",
         "  taken per seed, and its 95% Student-t interval decides.",
         "- **Deciding metric.** Each claim names an ordered list of metrics (below). A comparison whose arms all",

@@ -421,7 +421,7 @@ def test_a_family_with_no_comparison_is_not_run_and_so_is_a_claim_half_built_on_
 
 
 def test_key_figures_never_quote_an_arm_below_the_floor() -> None:
-    """SCIENCE.md: key figures in the summary never quote an arm below the floor. A one-sided family keeps a row
+    """SCIENCE.md: key figures in the summary never quote an arm below the floor. A family keeps a row
     where add failed; the key prefers a row whose arms both learned, and otherwise names the failed arm only."""
     from pelab.report.claims_training import key_of
 
@@ -434,3 +434,30 @@ def test_key_figures_never_quote_an_arm_below_the_floor() -> None:
     alone = key_of(rule_c6([failed], FLOOR, MARGIN), ["task.name"], floor=FLOOR)
     assert "add stayed below the 80% floor" in alone and "concat learned (accuracy 95.0%)" in alone
     assert "50." not in alone and "+44" not in alone  # neither add's accuracy nor the difference that contains it
+
+
+def test_c14_changes_one_factor_per_comparison() -> None:
+    """C14's two families: the kind of position with the combiner held at add, and the combiner with the
+    position table held; no comparison changes both (the old single family set learned + concat_split
+    against sinusoidal + add, which cannot say which change mattered)."""
+    import pandas as pd
+
+    from pelab.report.claims_training import c14_families
+
+    rows = []
+    arms = [("sinusoidal", "add"), ("sincos2d", "add"), ("learned", "add"), ("none", "none"),
+            ("sincos2d", "concat_split"), ("sinusoidal", "concat_split"), ("learned", "concat_split")]  # fmt: skip
+    for scheme, combine in arms:
+        for seed in range(5):
+            gap = 0.05 + 0.004 * (seed % 2)  # paired differences with some spread, else no information
+            acc = 0.9 + 0.01 * seed + (gap if combine == "concat_split" and scheme == "sincos2d" else 0)
+            rows.append({"run_id": f"{scheme}-{combine}-{seed}", "status": "done", "seed": seed,
+                         "task.name": "digits", "model.d": 32, "model.position.scheme": scheme,
+                         "model.combine": combine, "m.acc": acc, "params": 1, "flops_per_token": 1})  # fmt: skip
+    kinds, combiners = c14_families(pd.DataFrame(rows), FLOOR, MARGIN)
+    assert [r.comparison.a.label for r in kinds.rows] == ["sincos2d + add", "learned + add", "none + none"]
+    assert {r.comparison.b.label for r in kinds.rows} == {"sinusoidal + add"}
+    for r in combiners.rows:
+        (a_table, a_comb), (b_table, b_comb) = (x.label.split(" + ") for x in (r.comparison.a, r.comparison.b))
+        assert a_table == b_table and (a_comb, b_comb) == ("concat_split", "add")
+    assert [r.verdict for r in combiners.rows] == [SUPPORTED, NO_INFO, NO_INFO]  # only sincos2d's gap is real

@@ -34,7 +34,7 @@ from pelab.report.claims import (
 from pelab.report.evidence import arms_table, compare, compare_wide, config_columns, config_labels, split_configs
 from pelab.report.figures import arms_plot
 from pelab.report.rules import LOSS_FLOOR, Comparison, Family, family
-from pelab.report.verdicts import EXACT, NO_INFO, NOT_RUN, REPORTED, SUPPORTED, TOO_SMALL
+from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
 
 ARM = ["model.position.scheme", "model.combine"]
@@ -64,6 +64,14 @@ def rule_c7(comps: list[Comparison], floor: float, margin: float) -> Family:
 def rule_reported(comps: list[Comparison], floor: float, margin: float) -> Family:
     """Claims reported without a verdict still say, per comparison, whether A beats B (Holm across them)."""
     return family(comps, CHAIN, floor, margin, kind="better", combine="any")
+
+
+#: A reported claim's row verdicts in words: each is about "A better than B", not about the claim.
+A_BETTER = {
+    SUPPORTED: "A better",
+    NOT_SUPPORTED: "A not better (B ahead, or the two within the margin)",
+    INCONCLUSIVE: "not settled at this budget",
+}
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -107,11 +115,12 @@ def arm_figure(ctx: ReportContext, frame: pd.DataFrame, task: str, name: str, ti
     return Figure(title, path, "mean over seeds with its 95% t-interval; parameters in brackets; floor and chance")
 
 
-def key_of(fam: Family, keys: list[str], floor: float, best: bool = True) -> str:
+def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: dict[str, str] | None = None) -> str:
     """The key figure: the most telling learned comparison. SCIENCE.md: key figures never quote an arm below the
     floor. A family keeps rows where one arm failed (``FLOOR_POLICY``), so the key prefers a row whose arms
     both learned, and where only a row with one arm failed decides, it names the arm that did not learn without
-    quoting its numbers."""
+    quoting its numbers. ``says`` puts a row's verdict in words where the claim itself has none (a reported
+    claim's row verdict is about "A better", which "not supported" alone would misstate)."""
     rows = [r for r in learned_rows(fam) if r.test is not None]
     if not fam.rows:
         return "not run: this study has none of these comparisons"
@@ -127,15 +136,16 @@ def key_of(fam: Family, keys: list[str], floor: float, best: bool = True) -> str
     more = f" ({len(rows)} learned comparisons, {fam.correction.split(' (')[0]})" if len(rows) > 1 else ""
     c = row.comparison
     where = next(place for r, place in zip(fam.rows, places(fam, keys), strict=True) if r is row)
+    verdict = (says or {}).get(row.verdict, row.verdict)
     if not c.learned(floor):
         won, lost = (c.a, c.b) if c.a.learned(floor) else (c.b, c.a)
         m = row.test.metric
         return (
             f"{c.a.label} vs {c.b.label} ({where}): {won.label} learned ({m.label} "
-            f"{m.fmt_value(won.mean(m.key))}) where {lost.label} stayed below the {floor:.0%} floor → {row.verdict}"
+            f"{m.fmt_value(won.mean(m.key))}) where {lost.label} stayed below the {floor:.0%} floor → {verdict}"
             f"{more}"
         )
-    return f"{c.a.label} vs {c.b.label} ({where}): {row.describe()} → {row.verdict}{more}"
+    return f"{c.a.label} vs {c.b.label} ({where}): {row.describe()} → {verdict}{more}"
 
 
 def _finish(r: ClaimResult, ctx: ReportContext, families: dict[str, Family]) -> None:
@@ -421,7 +431,7 @@ def c13(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         "two-segment task with segment (token-type) ids; positions by rotary inside attention, so the "
         "input combiner acts on the segment embedding alone and the comparison isolates it"
     )
-    r.key = key_of(fam, ["task.name"], ctx.floor) if fam.rows else "not run"
+    r.key = key_of(fam, ["task.name"], ctx.floor, says=A_BETTER) if fam.rows else "not run"
     _finish(r, ctx, {"segments": fam})
     return r
 
@@ -431,35 +441,43 @@ def c13(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     "ViT/MAE add 2-D positions to patch embeddings",
     "For images, 2-D sin-cos positions added to patch embeddings are the standard choice.",
     "Dosovitskiy et al. 2021 (ViT); He et al. 2022 (MAE)",
-    "reported: 2-D vs 1-D vs learned vs none, add vs concat, each against 1-D sinusoidal + add, with intervals",
+    "reported: the kind of position (2-D sin-cos, learned, none; all added) each against 1-D sinusoidal + add, and "
+    "concatenated against added on the same position table, each family Holm-corrected, with intervals",
     metrics=CHAIN,
 )
 def c14(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     digits = ctx.frame[ctx.frame["task.name"] == "digits"]
-    comps = []
-    for arm in (
-        ("sincos2d", "add"),
-        ("learned", "add"),
-        ("none", "none"),
-        ("sincos2d", "concat_split"),
-        ("sinusoidal", "concat_split"),
-        ("learned", "concat_split"),
-    ):
-        comps += compare(digits, ARM, arm, ("sinusoidal", "add"))
-    fam = rule_reported(comps, ctx.floor, ctx.margin)
-    r.verdict = reported_or_too_small(fam)
-    r.tables.append(
-        family_table("each arm (A) against 1-D sinusoidal + add (B) on 8×8 digits; verdict: A better", fam, ["model.d"])
-    )
+    kinds, combiners = c14_families(digits, ctx.floor, ctx.margin)
+    r.verdict = reported_or_too_small(Family([*kinds.rows, *combiners.rows], REPORTED, "better", "any", ""))
+    r.tables.append(family_table("The kind of position, all added: each (A) against 1-D sinusoidal + add (B) on 8×8 "
+                                 "digits; verdict: A better", kinds, ["model.d"]))  # fmt: skip
+    r.tables.append(family_table("Concatenated (A) against added (B), the same position table; verdict: A better",
+                                 combiners, ["model.position.scheme", "model.d"]))  # fmt: skip
     if not digits.empty:
         r.figures.append(arm_figure(ctx, ctx.frame, "digits", "digits", "digits: test accuracy per arm"))
-    r.key = key_of(fam, ["model.d"], ctx.floor) if fam.rows else "not run"
-    r.caveats.append(
-        "Rows that change both the position table and the combiner at once (e.g. learned + concat_split against "
-        "sinusoidal + add) cannot say which of the two made the difference."
-    )
-    _finish(r, ctx, {"digits": fam})
+    halves = []
+    if kinds.rows:
+        halves.append(f"kind (added): {key_of(kinds, ['model.d'], ctx.floor, says=A_BETTER)}")
+    if combiners.rows:
+        keys = ["model.position.scheme", "model.d"]
+        halves.append(f"combiner (same table): {key_of(combiners, keys, ctx.floor, says=A_BETTER)}")
+    r.key = "; ".join(halves) or "not run"
+    _finish(r, ctx, {"kind": kinds, "combiner": combiners} if kinds.rows else {"combiner": combiners})
     return r
+
+
+#: C14's position kinds, each added and set against 1-D sinusoidal + add; and the tables compared concatenated
+#: against added. One factor changes per comparison, so a difference has one cause.
+C14_KINDS = (("sincos2d", "add"), ("learned", "add"), ("none", "none"))
+C14_TABLES = ("sincos2d", "sinusoidal", "learned")
+
+
+def c14_families(digits: pd.DataFrame, floor: float, margin: float) -> tuple[Family, Family]:
+    """C14 as two families, each Holm-corrected on its own: the kind of position (all added, against 1-D
+    sinusoidal + add), and the combiner (concat_split against add on the same table)."""
+    kinds = [c for arm in C14_KINDS for c in compare(digits, ARM, arm, ("sinusoidal", "add"))]
+    tables = [c for t in C14_TABLES for c in compare(digits, ARM, (t, "concat_split"), (t, "add"))]
+    return rule_reported(kinds, floor, margin), rule_reported(tables, floor, margin)
 
 
 def task_settings(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:

@@ -30,6 +30,7 @@ from pelab.report.catalog import all_claims
 from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, report_pool
 from pelab.report.claims_published import published_section
 from pelab.report.figures import curves_plot
+from pelab.report.rules import FLOOR_POLICY
 from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale
 from pelab.report.verdicts import (
     ERROR,
@@ -292,6 +293,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         failed=failed,
         seeds=ctx.study.seeds,
         floor=ctx.floor,
+        floor_policy=FLOOR_POLICY,
         margin=ctx.margin,
         axes=ctx.study.axes,
         held=held,

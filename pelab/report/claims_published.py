@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -33,7 +32,6 @@ from pelab.report.rules import (
     LM_LEARNED_SHARE,
     Comparison,
     Family,
-    combine_verdicts,
     family,
 )
 from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
@@ -76,49 +74,33 @@ def rule_c18(causal: Sequence[Comparison], masked: Sequence[Comparison], floor: 
              ) -> tuple[str, Family, Family]:  # fmt: skip
     """C18, both halves on bits per byte.
 
-    * causal (NoPE = A, best with positions = B): SCIENCE.md's half holds when NoPE is "within the perplexity
-      margin of the best scheme, or trailing it by a stated amount with interval". So a comparison holds when the
-      causal NoPE model learned (its loss at most ``LM_LEARNED_SHARE`` of the context-free baseline's); its gap
-      to the best is then stated, with the interval, as within the margin, trailing, or not settled
-      (``causal_half``). It fails where NoPE did not learn and the best did: no "stated amount" makes a model
-      that learned nothing close to one that did;
+    * causal (NoPE = A, best with positions = B): NoPE "gets close": not worse than the best beyond the ±2%
+      relative margin, on every comparison. SCIENCE.md's "or trailing it by a stated amount with interval" is
+      what the report states beside the verdict (the gap, with its interval), not a way for the half to hold:
+      read as holding, it would pass any causal model that uses its context at all, and "close" would never be
+      tested. A NoPE model that did not learn where the best did fails the half (``FLOOR_POLICY``);
     * masked (best with positions = A, NoPE = B): NoPE is *far* worse: the best beats it by more than the ±2%
       margin, beyond the interval, on every comparison.
 
-    Returns the verdict (``combine_halves``), the causal family (rows re-read by ``causal_half``) and the masked
-    family."""
-    gap = family(causal, ("bpb",), floor, margin, kind="not_worse", combine="all")
+    Returns the verdict (``combine_halves``), the causal family (each row's gap in words as its last note,
+    ``GAP_WORDS``) and the masked family."""
+    causal_fam = family(causal, ("bpb",), floor, margin, kind="not_worse", combine="all")
+    for row in causal_fam.rows:
+        if row.verdict != TOO_SMALL:
+            learned = row.comparison.a.learned(floor)
+            row.notes.append(
+                GAP_WORDS.get(row.verdict, row.verdict) if learned else "NoPE did not learn where the best did"
+            )
     masked_fam = family(masked, ("bpb",), floor, margin, kind="beyond_margin", combine="all")
-    causal_fam = causal_half(gap, floor)
     return combine_halves(causal_fam.verdict, masked_fam.verdict), causal_fam, masked_fam
 
 
-#: How the causal gap reads, by the not-worse test of NoPE against the best (stated beside the half's verdict).
+#: How the causal gap reads, by the not-worse test of NoPE against the best (the row's last note).
 GAP_WORDS = {
     SUPPORTED: "NoPE within the margin of the best",
-    NOT_SUPPORTED: "NoPE trails the best by the stated amount",
+    NOT_SUPPORTED: "NoPE trails the best beyond the margin",
     INCONCLUSIVE: "gap to the best not settled at this budget",
 }
-
-
-def causal_half(gap: Family, floor: float) -> Family:
-    """The causal half per comparison from the not-worse family ``gap``: supported where NoPE learned (the gap
-    read by the not-worse test is kept as a note, with its interval), not supported where NoPE did not learn
-    while the best did, too small where neither did."""
-    rows = []
-    for row in gap.rows:
-        if row.verdict == TOO_SMALL:
-            rows.append(row)
-            continue
-        learned = row.comparison.a.learned(floor)
-        words = GAP_WORDS.get(row.verdict, row.verdict) if learned else "NoPE did not learn where the best did"
-        rows.append(replace(row, verdict=SUPPORTED if learned else NOT_SUPPORTED, notes=[*row.notes, words]))
-    correction = (
-        "the half holds where the causal NoPE model learned; its gap to the best is stated with its interval "
-        f"(SCIENCE.md: within the margin, or trailing by a stated amount); the gap's test: {gap.correction}"
-    )
-    return Family(rows, combine_verdicts([r.verdict for r in rows], "all"), gap.kind, "all", correction,
-                  gap.learned_words)  # fmt: skip
 
 
 def combine_halves(causal: str, masked: str) -> str:
@@ -172,10 +154,11 @@ def gap_text(fam: Family, nope_is_a: bool, floor: float | None = None) -> str:
     "model cannot: 'LLMs can learn position without PE ... but it is better to provide it'.",
     "Haviv et al. 2022, 'Transformer language models without positional encodings still learn positional "
     "information'; an answer to the question",
-    "byte-level language models on real text, bits per byte on the test split; causal: the half holds where the "
-    "NoPE model learned, and its gap to the best scheme with positions (chosen on validation) is stated with its "
-    "interval, as within ±2% relative or trailing by that amount (SCIENCE.md allows either); it fails where NoPE "
-    "did not learn and the best did; masked: NoPE far worse, the best scheme beating it by more than ±2% beyond the "
+    "byte-level language models on real text, bits per byte on the test split; causal: NoPE 'gets close', not "
+    "worse than the best scheme with positions (chosen on validation) beyond ±2% relative, on every comparison; "
+    "where it trails beyond that, the half fails and the gap is stated with its interval (SCIENCE.md's 'trailing "
+    "it by a stated amount'); a NoPE model that did not learn where the best did fails it too; masked: NoPE far "
+    "worse, the best scheme beating it by more than ±2% beyond the "
     "interval, on every comparison. Supported when both halves hold, not supported when either fails, inconclusive "
     "when a half was not run or not settled; an arm learned when its loss is at most 80% of the context-free "
     "(unigram) baseline's",
@@ -193,7 +176,7 @@ def c18(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     r.verdict = verdict
     if causal:
         r.tables.append(family_table("Causal (charlm): NoPE (A) against the best scheme with positions (B); verdict: "
-                                     "NoPE learned (its gap stated beside)", causal_fam, WHERE_TEXT))  # fmt: skip
+                                     "A not worse (within the margin)", causal_fam, WHERE_TEXT))  # fmt: skip
     if masked:
         r.tables.append(family_table("Masked (mlm): the best scheme with positions (A) against NoPE (B); verdict: A "
                                      "far better (beyond the margin)", masked_fam, WHERE_TEXT))  # fmt: skip
@@ -298,7 +281,8 @@ def collision_rows(ctx: ReportContext) -> list[list[str]]:
     "He et al. 2022 (MAE, get_2d_sincos_pos_embed); Carion et al. 2020 (DETR)",
     "sincos2d with row and column halves concatenated (A) against the same two encodings added at full width (B), "
     "same d, combiner, task, seeds and budget; supported when A beats B beyond the Holm-corrected interval on some "
-    "comparison, not supported when B is not worse anywhere; only A must have learned (B's failure is the claim); "
+    "comparison, not supported when B is not worse anywhere; a comparison counts when an arm learned (B's failure "
+    "where A learned is the claim); "
     "the count of cells that share their code with their "
     "transpose under add is reported beside it, not used by the rule (it is total by construction)",
     metrics=CHAIN,
@@ -461,12 +445,10 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
                     combine="all") if not text.empty else None)  # fmt: skip
     rows.append(["Haviv et al. 2022 (causal)", "a causal LM without positions comes within a few % of one with "
                  "learned positions", _family_cell(haviv), *_why(_fam_verdict(haviv))])  # fmt: skip
-    # the stricter test: is NoPE within the margin of the best scheme here? (C18's causal half only states this gap)
-    gap = (family([r.comparison for r in causal.rows], ("bpb",), ctx.floor, ctx.margin, kind="not_worse",
-                  combine="all") if causal is not None else None)  # fmt: skip
+    # the stricter test, C18's causal half: is NoPE within the margin of the best scheme here?
     rows.append([f"Haviv et al. 2022 (causal), {BESIDE}", "the same, against the scheme "
-                 "with the lowest validation loss, which the paper did not test", _family_cell(gap),
-                 *_why(_fam_verdict(gap))])  # fmt: skip
+                 "with the lowest validation loss, which the paper did not test", _family_cell(causal),
+                 *_why(_fam_verdict(causal))])  # fmt: skip
     rows.append(["Haviv et al. 2022 (masked)", "a masked LM without positions fails badly", _family_cell(masked),
                  *_why(_fam_verdict(masked))])  # fmt: skip
 

@@ -101,11 +101,13 @@ class Task:
         accuracy of a model right exactly there, and at chance elsewhere, beside each arm at longer lengths, so
         an arm that only solves what it has seen is not mistaken for one that extrapolates.
 
-        The default is the target's own position: right for causal decoders, whose answer reads nothing after
-        it, and for encoders whose answer reads only earlier positions. Tasks whose answer reads later
-        positions, or whose inputs name positions, say more."""
-        positions = torch.arange(batch.mask.shape[1])[None, :].expand_as(batch.mask)
-        return batch.mask & (positions < self.seq_len(n_train))
+        Seen means more than "reads nothing past the training length": the answer at that place must be the
+        one training put there (the same output position reading the same source). The default says so only
+        at the training size itself: a causal decoder's prompt grows with n, so where each answer sits and
+        what it reads both move (copy's source lies n back, the i-th sorted symbol is another order
+        statistic, the sum digits shift). Tasks whose map does not depend on n (offset, rotate past k, lookup
+        by the index it names) say more."""
+        return batch.mask & (batch.mask.shape[1] == self.seq_len(n_train))
 
     def eval_batches(
         self, n: int, batch_size: int, count: int, generator: torch.Generator, split: str = "test"

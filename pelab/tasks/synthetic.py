@@ -48,13 +48,17 @@ class TokenEncoderTask(Task):
         return torch.arange(n)
 
     def seen_targets(self, batch: Batch, n_train: int) -> torch.Tensor:
-        """Output i is answerable from training when both i and the position it reads lie below ``n_train``."""
+        """Output i is answerable from training when training had an output i reading the same position:
+        i < ``n_train`` and the source of i at this size equals its source at ``n_train`` (offset always;
+        rotate past its wrap-around; reverse never, its source moves with n)."""
         n = batch.mask.shape[1]
         src = self.sources(n)
-        if src is None:  # reads every position: only at sizes training showed
-            return batch.mask & (n <= n_train)
-        i = torch.arange(n)
-        return batch.mask & ((i < n_train) & (src < n_train))[None, :]
+        if src is None:  # reads every position: only at the size training showed
+            return batch.mask & (n == n_train)
+        m = min(n, n_train)
+        same = torch.zeros(n, dtype=torch.bool)
+        same[:m] = src[:m] == self.sources(n_train)[:m]
+        return batch.mask & same[None, :]
 
 
 @register

@@ -212,6 +212,13 @@ def test_c3_every_branch() -> None:
     assert rule_c3([noisy], MARGIN).verdict == INCONCLUSIVE
     assert rule_c3([series([0.08, 0.10, 0.07, 0.09, 0.11], [0] * 5, large_acc=0.5)], MARGIN).verdict == TOO_SMALL
     assert rule_c3([shrinks, grows], MARGIN).verdict == NOT_SUPPORTED
+    # the one floor policy: a narrow width where add failed and concat_split learned enters, the largest penalty
+    failed = comp(arm("concat", [0.90, 0.91, 0.89, 0.92, 0.90]), arm("add", [0.50, 0.52, 0.49, 0.55, 0.51]),
+                  **{"model.d": 16})  # fmt: skip
+    solved = comp(arm("concat", [0.95, 0.94, 0.96, 0.95, 0.94]), arm("add", [0.94, 0.95, 0.95, 0.94, 0.94]),
+                  **{"model.d": 64})  # fmt: skip
+    ev = shrink_evidence("sort, learned", [failed, solved], FLOOR, MARGIN)
+    assert ev.comparison.where["widths learned"] == "16, 64" and rule_c3([ev], MARGIN).verdict == SUPPORTED
 
 
 # --- C4: both halves named -----------------------------------------------------------------------
@@ -432,7 +439,7 @@ def test_key_figures_never_quote_an_arm_below_the_floor() -> None:
     key = key_of(f, ["task.name"], floor=FLOOR)
     assert "task=near" in key and "50.4" not in key
     alone = key_of(rule_c6([failed], FLOOR, MARGIN), ["task.name"], floor=FLOOR)
-    assert "add stayed below the 80% floor" in alone and "concat learned (accuracy 95.0%)" in alone
+    assert "add's mean is below the 80% floor" in alone and "concat learned (accuracy 95.0%)" in alone
     assert "50." not in alone and "+44" not in alone  # neither add's accuracy nor the difference that contains it
 
 

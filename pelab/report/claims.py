@@ -384,6 +384,8 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
             if measured
             else [side_cell(c.a), side_cell(c.b)]
         )
+        if c.a is c.b:  # a row that stands for an arm never measured (C2's overlap, C8's probe): one arm, shown once
+            cells[1] = "–"
         if t is not None and not measured and t.metric.key != "acc":
             cells = [f"{cell}; {side_cell(s, t.metric.key).split(': ', 1)[1]} {t.metric.label}"
                      for cell, s in zip(cells, (c.a, c.b), strict=True)]  # fmt: skip

@@ -44,6 +44,7 @@ from pelab.report.rules import (
     Side,
     decide,
     decide_some_group,
+    enters,
     family,
     from_diffs,
     margin_for,
@@ -513,7 +514,8 @@ def width_series(ctx: ReportContext) -> dict[str, list[Comparison]]:
 def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float) -> Evidence:
     """C3's evidence on one width series (concat_split against add, narrowest width first).
 
-    Only widths at which both arms learned enter; the narrowest and the widest of them are compared.
+    Only widths at which an arm learned enter (``FLOOR_POLICY``: add failing where concat_split learned is the
+    largest penalty there is); the narrowest and the widest of them are compared.
     Per seed and on each metric of CHAIN, the *add penalty* (concat_split better than add, so positive =
     adding hurts) at the narrowest width minus the penalty at the widest: positive = the penalty shrank as d
     grew. The direction is fixed before looking at the data, by the claim itself (adding interferes, less so in
@@ -524,7 +526,7 @@ def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float
     shows no penalty (its 95% interval inside the margin, on at least MIN_EQUIVALENCE_SEEDS seeds): there is no
     gap to shrink, and "nothing to nothing" would read as "not supported".
     """
-    learned = [c for c in cs if c.learned(floor)]
+    learned = [c for c in cs if enters(c, floor)]
     widths = [c.where["model.d"] for c in learned]
     where = {"series": name, "widths learned": ", ".join(map(str, widths)) or "none"}
     if len(learned) < 2:
@@ -577,7 +579,7 @@ def c3_table(fam: Family, series: dict[str, list[Comparison]], floor: float) -> 
     rows = []
     for row in fam.rows:
         name = row.comparison.where["series"]
-        learned = [c for c in series[name] if c.learned(floor)]
+        learned = [c for c in series[name] if enters(c, floor)]
         ends = []
         for c in (learned[0], learned[-1]) if len(learned) >= 2 else ():
             t = paired_test(c, row.test.metric if row.test is not None else ACC)
@@ -598,7 +600,7 @@ def c3_table(fam: Family, series: dict[str, list[Comparison]], floor: float) -> 
         f"Does the add penalty shrink as d grows? — {fam.explain()}",
         [
             "series",
-            "widths where both arms learned",
+            "widths where an arm learned",
             "add penalty, narrowest",
             "add penalty, widest",
             "narrowest − widest (positive: shrank)",
@@ -621,7 +623,7 @@ def _flip(m: Any) -> Any:
     "So token and position information barely interfere when added, and less so as d grows.",
     "an answer to the question",
     "on every width series (concat_split against add at three or more widths), take the narrowest and the widest "
-    "width at which both arms learned (floor {floor}; fewer than two such widths: budget too small); supported when "
+    "width at which an arm learned (floor {floor}; fewer than two such widths: budget too small); supported when "
     "the add penalty (concat_split better than add) at the narrowest minus the penalty at the widest is above 0 "
     "beyond the interval over paired seeds (the penalty shrinks as d grows); not supported when it grows, or changes "
     "by less than the margin, on some series (Holm); deciding metric: accuracy, then held-out loss",
@@ -656,7 +658,7 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     if series:
         pts = {}
         for name, cs in series.items():
-            tests = [(c.where["model.d"], paired_test(c, ACC), c.learned(ctx.floor)) for c in cs]
+            tests = [(c.where["model.d"], paired_test(c, ACC), enters(c, ctx.floor)) for c in cs]
             pts[name] = [(d, t.mean, *t.interval(), learned) for d, t, learned in tests]
         path = gap_plot(
             ctx.figures / "c3-gap-by-d.png", pts, "concat_split − add accuracy against width", "accuracy difference"
@@ -667,9 +669,7 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     for row in fam.rows:
         where = row.comparison.where
         if row.test is None:
-            shrink.append(
-                f"{where['series']}: {row.verdict} (widths where both arms learned: {where['widths learned']})"
-            )
+            shrink.append(f"{where['series']}: {row.verdict} (widths where an arm learned: {where['widths learned']})")
             continue
         lo, hi = row.interval
         fmt = row.test.metric.fmt_diff
@@ -752,6 +752,14 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             ["task.name", "model.d"],
         )
     )
+    r.tables.append(
+        family_table(
+            "Half 2, the other way: untied (A) against add (B); verdict: removing them helps (each row at its own "
+            "Holm level; one that holds refutes a general cost)",
+            helps,
+            ["task.name", "model.d"],
+        )
+    )
     r.verdict = rule_c4(share.verdict, costs)
 
     def count(fam: Family) -> int:
@@ -787,7 +795,11 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     )
     r.metric = used_metrics(cost)
     r.run_ids = sorted(set(ids) | set(runs_of(cost)))
-    r.rows = row_records(share, "cross-term share") + row_records(cost, "removing the cross terms costs")
+    r.rows = (
+        row_records(share, "cross-term share")
+        + row_records(cost, "removing the cross terms costs")
+        + row_records(helps, "removing the cross terms helps")
+    )
     return r
 
 

@@ -198,6 +198,16 @@ def c18(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         "The best scheme is chosen per comparison on validation bits per byte among the arms that learned; NoPE is "
         "compared with that one arm, so the causal half is a test against the strongest alternative run here."
     )
+    unlearned = sorted(
+        {c.b.label for arm in TEXT_ARMS for c in compare(_text_frame(ctx, "mlm"), ARM, NOPE, arm)}
+        - {c.b.label for arm in TEXT_ARMS for c in compare(_text_frame(ctx, "mlm"), ARM, NOPE, arm)
+           if c.b.learned(ctx.floor)}
+    )  # fmt: skip
+    if unlearned:
+        r.caveats.append(
+            f"Masked arms with positions that did not learn at this budget either: {', '.join(unlearned)}. The masked "
+            "half compares NoPE with the best arm that did; against these, both failed."
+        )
     _finish(r, ctx, {"causal": causal_fam, "masked": masked_fam})
     return r
 

@@ -144,8 +144,7 @@ def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: 
         m = row.test.metric
         return (
             f"{c.a.label} vs {c.b.label} ({where}): {won.label} learned ({m.label} "
-            f"{m.fmt_value(won.mean(m.key))}) where {lost.label} stayed below the {floor:.0%} floor → {verdict}"
-            f"{more}"
+            f"{m.fmt_value(won.mean(m.key))}); {lost.label}'s mean is below the {floor:.0%} floor → {verdict}{more}"
         )
     return f"{c.a.label} vs {c.b.label} ({where}): {row.describe()} → {verdict}{more}"
 
@@ -398,7 +397,8 @@ def c12(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     speed = sum(row.test is not None and row.test.metric.key == "auc" for row in wins)
     r.key = (
         f"arms run: {', '.join(kinds) or 'none'}; a multiplicative form beats add on {len(wins)} of "
-        f"{len([x for x in learned_rows(fam) if x.comparison.b.label.endswith('add')])} learned comparisons "
+        f"{len([x for x in learned_rows(fam) if x.comparison.b.label.endswith('add')])} comparisons with an arm "
+        "above the floor "
         f"({len(equal)} at equal or fewer parameters)"
         + (f": {', '.join(f'{k} {n}' for k, n in sorted(by_form.items()))}" if wins else "")
         + (f"; {speed} of them on learning speed alone (both arms solved the task)" if speed else "")
@@ -451,18 +451,20 @@ def c14(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     digits = ctx.frame[ctx.frame["task.name"] == "digits"]
     kinds, combiners = c14_families(digits, ctx.floor, ctx.margin)
     r.verdict = reported_or_too_small(Family([*kinds.rows, *combiners.rows], REPORTED, "better", "any", ""))
-    r.tables.append(family_table("The kind of position, all added: each (A) against 1-D sinusoidal + add (B) on 8×8 "
-                                 "digits; verdict: A better", kinds, ["model.d"]))  # fmt: skip
-    r.tables.append(family_table("Concatenated (A) against added (B), the same position table; verdict: A better",
-                                 combiners, ["model.position.scheme", "model.d"]))  # fmt: skip
+    r.tables.append(family_table("The kind of position at the input (added; none adds nothing): each (A) against 1-D "
+                                 "sinusoidal + add (B) on 8×8 digits; verdict: A better", kinds,
+                                 ["model.d"]))  # fmt: skip
+    r.tables.append(family_table("Concatenated (A) against added (B), the same scheme (concat_split's table is "
+                                 "d_position wide, add's d); verdict: A better", combiners,
+                                 ["model.position.scheme", "model.d"]))  # fmt: skip
     if not digits.empty:
         r.figures.append(arm_figure(ctx, ctx.frame, "digits", "digits", "digits: test accuracy per arm"))
     halves = []
     if kinds.rows:
-        halves.append(f"kind (added): {key_of(kinds, ['model.d'], ctx.floor, says=A_BETTER)}")
+        halves.append(f"kind of position: {key_of(kinds, ['model.d'], ctx.floor, says=A_BETTER)}")
     if combiners.rows:
         keys = ["model.position.scheme", "model.d"]
-        halves.append(f"combiner (same table): {key_of(combiners, keys, ctx.floor, says=A_BETTER)}")
+        halves.append(f"combiner (same scheme): {key_of(combiners, keys, ctx.floor, says=A_BETTER)}")
     r.key = "; ".join(halves) or "not run"
     _finish(r, ctx, {"kind": kinds, "combiner": combiners} if kinds.rows else {"combiner": combiners})
     return r

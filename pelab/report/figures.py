@@ -152,7 +152,8 @@ def curves_plot(path: Path, curves: dict[str, list[list[dict[str, float]]]], tit
 
 def gap_plot(path: Path, points: dict[str, list[tuple]], title: str, ylabel: str) -> Path:
     """Paired difference (with interval) against width, one line per series. A point may carry a fifth value,
-    whether both its arms learned: points that did not are drawn hollow, so no one reads them as evidence."""
+    whether it takes part in verdicts (an arm learned, ``rules.FLOOR_POLICY``): points that do not are drawn
+    hollow, so no one reads them as evidence."""
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     hollow_seen = False
     for i, (label, pts) in enumerate(points.items()):
@@ -168,7 +169,7 @@ def gap_plot(path: Path, points: dict[str, list[tuple]], title: str, ylabel: str
             hollow_seen |= not learned
             ax.plot([p[0]], [yy], "o", color=colour, mfc=colour if learned else "white", zorder=3)
     if hollow_seen:
-        ax.plot([], [], "o", color="grey", mfc="white", label="hollow: an arm below the floor")
+        ax.plot([], [], "o", color="grey", mfc="white", label="hollow: both arms below the floor")
     ax.axhline(0, color="grey", lw=1)
     ax.set_xscale("log", base=2)
     ax.set(xlabel="d", ylabel=ylabel, title=title)

@@ -483,11 +483,14 @@ def chain_for(c: Comparison, chain: Sequence[str]) -> tuple[str, ...]:
 def evidence(comparisons: Sequence[Comparison], chain: Sequence[str], floor: float) -> list[Evidence]:
     """Paired tests of every comparison on each metric of ``chain``; whether it enters is ``FLOOR_POLICY``."""
     return [
-        Evidence(
-            c, c.a.learned(floor) or c.b.learned(floor), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain))
-        )
+        Evidence(c, enters(c, floor), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain)))
         for c in comparisons
     ]
+
+
+def enters(c: Comparison, floor: float) -> bool:
+    """``FLOOR_POLICY``: whether a comparison takes part in a verdict (at least one arm learned)."""
+    return c.a.learned(floor) or c.b.learned(floor)
 
 
 #: The one floor policy of every verdict family. A comparison enters when at least one of its arms learned (is
@@ -496,7 +499,10 @@ def evidence(comparisons: Sequence[Comparison], chain: Sequence[str], floor: flo
 #: C19's added grid fail by the claim's own account). Only a comparison where neither arm learned says nothing
 #: but that the budget was too small. The row is then decided like any other, on the paired interval of its first
 #: informative metric, so an arm just under the floor beside one just over it is no win unless the interval says
-#: so. Key figures still quote only rows whose arms both learned where there are any (``key_of``).
+#: so. Key figures still quote only rows whose arms both learned where there are any (``key_of``). C3's width
+#: series follow it too (a width enters when an arm learned). Measures of what a model learned (C2's overlap,
+#: C4's shares, C8's and C10's probes) are a different matter: they are taken only on runs that learned, since a
+#: model that learned nothing has no learned structure to measure.
 FLOOR_POLICY = (
     "a comparison enters when at least one arm is above the floor (an arm that failed where its pair learned "
     "counts against it, on the paired interval like any other); one where neither learned is budget too small"

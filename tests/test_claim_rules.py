@@ -439,8 +439,8 @@ def test_key_figures_never_quote_an_arm_below_the_floor() -> None:
     key = key_of(f, ["task.name"], floor=FLOOR)
     assert "task=near" in key and "50.4" not in key
     alone = key_of(rule_c6([failed], FLOOR, MARGIN), ["task.name"], floor=FLOOR)
-    assert "add's mean is below the 80% floor" in alone and "concat learned (accuracy 95.0%)" in alone
-    assert "50." not in alone and "+44" not in alone  # neither add's accuracy nor the difference that contains it
+    assert "add's mean is below the 80% floor, concat's above" in alone and "A − B +44.6 pp" in alone
+    assert "50." not in alone and "95.0" not in alone  # the difference that decided, not either arm's own level
 
 
 def test_c14_changes_one_factor_per_comparison() -> None:

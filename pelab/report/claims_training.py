@@ -118,9 +118,10 @@ def arm_figure(ctx: ReportContext, frame: pd.DataFrame, task: str, name: str, ti
 def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: dict[str, str] | None = None) -> str:
     """The key figure: the most telling learned comparison. SCIENCE.md: key figures never quote an arm below the
     floor. A family keeps rows where one arm failed (``FLOOR_POLICY``), so the key prefers a row whose arms
-    both learned, and where only a row with one arm failed decides, it names the arm that did not learn without
-    quoting its numbers. ``says`` puts a row's verdict in words where the claim itself has none (a reported
-    claim's row verdict is about "A better", which "not supported" alone would misstate)."""
+    both learned, and where only a row with one arm failed decides, it gives the paired difference that decided
+    (the evidence) and says which arm is below the floor, without either arm's own level. ``says`` puts a row's
+    verdict in words where the claim itself has none (a reported claim's row verdict is about "A better", which
+    "not supported" alone would misstate)."""
     rows = [r for r in learned_rows(fam) if r.test is not None]
     if not fam.rows:
         return "not run: this study has none of these comparisons"
@@ -141,10 +142,9 @@ def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: 
     verdict = (says or {}).get(row.verdict, row.verdict)
     if not c.learned(floor):
         won, lost = (c.a, c.b) if c.a.learned(floor) else (c.b, c.a)
-        m = row.test.metric
         return (
-            f"{c.a.label} vs {c.b.label} ({where}): {won.label} learned ({m.label} "
-            f"{m.fmt_value(won.mean(m.key))}); {lost.label}'s mean is below the {floor:.0%} floor → {verdict}{more}"
+            f"{c.a.label} vs {c.b.label} ({where}): {row.describe()}; {lost.label}'s mean is below the {floor:.0%} "
+            f"floor, {won.label}'s above → {verdict}{more}"
         )
     return f"{c.a.label} vs {c.b.label} ({where}): {row.describe()} → {verdict}{more}"
 

@@ -86,3 +86,20 @@ def test_c17_never_ranks_arms_trained_at_two_lengths_together() -> None:
     rows += [run("copy", "add", 32, s, 0.9) | {"task.length": 8} for s in (0, 1)]
     got = [(name, sorted(set(g["task.length"])), len(g)) for name, g in task_settings(frame(rows))]
     assert got == [("sort (task.length=10)", [10], 4), ("sort (task.length=12)", [12], 4), ("copy", [8], 2)]
+
+
+def test_a_configuration_setting_is_its_own_key_and_reads_plainly() -> None:
+    """C2, C4, C8 and C10 name a task's configuration ("task.length=12") beside the task, not inside its name:
+    claims.json's task.name stays a task name, and tables read "sort (task.length=12)" as before."""
+    from pelab.report.claims_inside import TaskPlace
+    from pelab.report.evidence import config_labels
+    from pelab.report.rules import Comparison, Side
+
+    place = TaskPlace("sort", "task.length=12")
+    assert str(place) == "sort (task.length=12)" and str(TaskPlace("sort")) == "sort"
+    assert place.where(**{"model.d": 32}) == {"task.name": "sort", "setting": "task.length=12", "model.d": 32}
+    assert TaskPlace("sort").where() == {"task.name": "sort"}
+    wheres = [place.where(), TaskPlace("sort", "task.length=10").where()]
+    assert config_labels(wheres, ["task.name"]) == ["task.length=12", "task.length=10"]
+    empty = Side("x", {})
+    assert Comparison(place.where(**{"model.d": 32}), empty, empty).place() == "task=sort, task.length=12, d=32"

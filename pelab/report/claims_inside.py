@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -302,20 +302,30 @@ def _configs(arm: pd.DataFrame, shown: list[str]) -> list[tuple[str, dict[str, A
     return [(x, w, g) for x, (w, g) in zip(extra, groups, strict=True)]
 
 
-def _named(task: str, extra: str) -> str:
-    return f"{task} ({extra})" if extra else task
+class TaskPlace(NamedTuple):
+    """A task, and what tells its configuration apart from another of the same task ("task.length=12"; "" when
+    there is one): a comparison's ``where`` keeps them as two keys, so claims.json's task names stay task names."""
+
+    task: str
+    setting: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.task} ({self.setting})" if self.setting else self.task
+
+    def where(self, **more: Any) -> dict[str, Any]:
+        return {"task.name": self.task, **({"setting": self.setting} if self.setting else {}), **more}
 
 
-def _c2_arms(ctx: ReportContext) -> Iterator[tuple[str, Any, pd.DataFrame, list[str]]]:
+def _c2_arms(ctx: ReportContext) -> Iterator[tuple[TaskPlace, Any, pd.DataFrame, list[str]]]:
     """C2's add + learned arms, one per configuration of each token task: (task, with what tells two
     configurations apart; d; its runs; the runs it probes)."""
     for task in _token_tasks(ctx):
         arm = _arm(ctx, task__name=task, model__position__scheme="learned", model__combine="add")
         for extra, w, sub in sorted(_configs(arm, ["model.d"]), key=lambda t: t[1]["model.d"]):
-            yield _named(task, extra), w["model.d"], sub, ctx.learned_runs(sub)
+            yield TaskPlace(task, extra), w["model.d"], sub, ctx.learned_runs(sub)
 
 
-def _c4_arms(ctx: ReportContext) -> Iterator[tuple[str, str, Any, list[str]]]:
+def _c4_arms(ctx: ReportContext) -> Iterator[tuple[TaskPlace, str, Any, list[str]]]:
     """C4's add arms that learned, one per configuration: (task and what tells configurations apart, scheme,
     d, runs), whose cross-term shares it measures."""
     for task in _token_tasks(ctx):
@@ -324,10 +334,10 @@ def _c4_arms(ctx: ReportContext) -> Iterator[tuple[str, str, Any, list[str]]]:
             for extra, w, sub in sorted(_configs(arm, ["model.d"]), key=lambda t: t[1]["model.d"]):
                 runs = ctx.learned_runs(sub)
                 if runs:
-                    yield _named(task, extra), scheme, w["model.d"], runs
+                    yield TaskPlace(task, extra), scheme, w["model.d"], runs
 
 
-def _c8_arms(ctx: ReportContext) -> Iterator[tuple[str, str, str, pd.DataFrame, list[str]]]:
+def _c8_arms(ctx: ReportContext) -> Iterator[tuple[TaskPlace, str, str, pd.DataFrame, list[str]]]:
     """C8's causal decoders, NoPE and learned, per configuration of each task: (task and what tells two
     configurations apart, scheme, combine, arm, the runs it probes)."""
     dec = ctx.frame[ctx.frame["model.kind"] == "decoder"] if "model.kind" in ctx.frame else ctx.frame.iloc[0:0]
@@ -335,14 +345,14 @@ def _c8_arms(ctx: ReportContext) -> Iterator[tuple[str, str, str, pd.DataFrame, 
         for scheme, comb in (("none", "none"), ("learned", "add")):
             arm = select(dec, task__name=task, model__position__scheme=scheme, model__combine=comb)
             for extra, _, sub in _configs(arm, []):
-                yield _named(task, extra), scheme, comb, sub, ctx.learned_runs(sub)
+                yield TaskPlace(task, extra), scheme, comb, sub, ctx.learned_runs(sub)
 
 
 #: C10's arms at each place, both with learned positions: concatenated (lossless by construction) and added.
 C10_ARMS = ("concat_split", "add")
 
 
-def _c10_pairs(ctx: ReportContext) -> list[tuple[str, Any, dict[str, pd.DataFrame]]]:
+def _c10_pairs(ctx: ReportContext) -> list[tuple[TaskPlace, Any, dict[str, pd.DataFrame]]]:
     """Where C10 probes the layer-1 input: concat_split and add with learned positions in one configuration
     (everything else held equal, seeds paired), at every width of the width series, or, with none, of every
     token task: (task and what tells two configurations apart, d, each arm's rows)."""
@@ -361,7 +371,7 @@ def _c10_pairs(ctx: ReportContext) -> list[tuple[str, Any, dict[str, pd.DataFram
     out = []
     for c, x in zip(comps, extra, strict=True):
         rows = {comb: f[f.run_id.isin(s.run_ids)] for comb, s in zip(C10_ARMS, (c.a, c.b), strict=True)}
-        out.append((_named(c.where["task.name"], x), c.where["model.d"], rows))
+        out.append((TaskPlace(c.where["task.name"], x), c.where["model.d"], rows))
     return sorted(out, key=lambda t: (t[0], t[1]))
 
 
@@ -410,14 +420,14 @@ def c2(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         done = sub[sub.status == "done"]
         if not runs:
             side = run_side(ctx, "trained", list(done.run_id))
-            geo_rows.append(Evidence(Comparison({"task.name": task, "model.d": d}, side, side), False, ()))
+            geo_rows.append(Evidence(Comparison(task.where(**{"model.d": d}), side, side), False, ()))
             continue
         got = ctx.measure_many("overlap", runs)
         got = {run: g for run, g in got.items() if g}
         trained = {_seed(ctx, run): g["trained"] for run, g in got.items()}
         init = {_seed(ctx, run): g["init"] for run, g in got.items()}
         c = Comparison(
-            {"task.name": task, "model.d": d},
+            task.where(**{"model.d": d}),
             measured_side(ctx, "trained", list(got), "overlap", trained),
             measured_side(ctx, "at init", list(got), "overlap", init),
         )
@@ -425,7 +435,7 @@ def c2(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         rand = float(np.mean([g["random"] for g in got.values()]))
         table.append(
             [
-                task,
+                str(task),
                 str(d),
                 f"{np.mean(list(init.values())):.3f}",
                 f"{np.mean(list(trained.values())):.3f}",
@@ -708,14 +718,14 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         shares = {_seed(ctx, run): x["cross"] for run, x in got.items()}
         ids += runs
         c = Comparison(
-            {"task.name": task, "model.position.scheme": scheme, "model.d": d},
+            task.where(**{"model.position.scheme": scheme, "model.d": d}),
             measured_side(ctx, "cross terms", runs, "share", shares),
             measured_side(ctx, f"threshold {CROSS_SHARE:.0%}", runs, "share", {s: CROSS_SHARE for s in shares}),
         )
         items.append(Evidence(c, True, (paired_test(c, SHARE),)))
         rows.append(
             [
-                task,
+                str(task),
                 scheme,
                 str(d),
                 *[
@@ -834,10 +844,10 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     for task, scheme, comb, arm, runs in _c8_arms(ctx):
         acc = float(arm[arm.status == "done"]["m.acc"].mean())
         if not runs:
-            table.append([task, f"{scheme} + {comb}", pct(acc), "below the floor: not probed", "", "", ""])
+            table.append([str(task), f"{scheme} + {comb}", pct(acc), "below the floor: not probed", "", "", ""])
             if scheme == "none":
                 side = run_side(ctx, "NoPE decoder", list(arm.run_id))
-                items.append(Evidence(Comparison({"task.name": task}, side, side), False, ()))
+                items.append(Evidence(Comparison(task.where(), side, side), False, ()))
             continue
         trained = ctx.measure_many("layer_probes", runs)
         best = {_seed(ctx, run): max(p["accuracy"][1:]) for run, p in trained.items()}
@@ -845,7 +855,7 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         chance = float(np.mean([p["chance"] for p in trained.values()]))
         shown.append(runs[0])
         row = [
-            task,
+            str(task),
             f"{scheme} + {comb}",
             pct(acc),
             pct(float(np.mean(list(best.values())))),
@@ -857,9 +867,7 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             row.append(pct(float(np.mean(list(init.values())))))
             a = measured_side(ctx, "trained NoPE, best layer", runs, "probe", best)
             for label, control in (("layer-1 input", first), ("at initialisation, best layer", init)):
-                c = Comparison(
-                    {"task.name": task, "control": label}, a, measured_side(ctx, label, runs, "probe", control)
-                )
+                c = Comparison(task.where(control=label), a, measured_side(ctx, label, runs, "probe", control))
                 items.append(Evidence(c, True, (paired_test(c, PROBE),)))
         else:
             row.append("–")
@@ -867,7 +875,8 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         table.append(row)
     by_task: dict[str, list[Evidence]] = {}
     for item in items:
-        by_task.setdefault(item.comparison.where["task.name"], []).append(item)
+        w = item.comparison.where
+        by_task.setdefault(str(TaskPlace(w["task.name"], w.get("setting", ""))), []).append(item)
     probe, task_verdicts = decide_some_group(list(by_task.values()), ctx.margin)
     r.verdict = rule_c8(s["equivariant_schemes"], probe)
     r.tables.append(
@@ -934,7 +943,7 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             shown.append(runs[0])
             table.append(
                 [
-                    task,
+                    str(task),
                     str(d),
                     comb,
                     pct(float(np.mean([g.get("token", np.nan) for g in got.values()]))),
@@ -948,11 +957,9 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             if not learned:
                 a = sides["concat_split"] if isinstance(sides["concat_split"], Side) else sides["concat_split"][what]
                 b = sides["add"] if isinstance(sides["add"], Side) else sides["add"][what]
-                items.append(Evidence(Comparison({"task.name": task, "model.d": d, "decoded": what}, a, b), False, ()))
+                items.append(Evidence(Comparison(task.where(**{"model.d": d}, decoded=what), a, b), False, ()))
                 continue
-            c = Comparison(
-                {"task.name": task, "model.d": d, "decoded": what}, sides["concat_split"][what], sides["add"][what]
-            )
+            c = Comparison(task.where(**{"model.d": d}, decoded=what), sides["concat_split"][what], sides["add"][what])
             items.append(Evidence(c, True, (paired_test(c, PROBE),)))
     fam = decide(items, ctx.margin, kind="better", combine="any")
     r.verdict = rule_c10(fam)

@@ -120,8 +120,14 @@ def config_labels(wheres: list[dict[str, Any]], shown: list[str]) -> list[str]:
         task_keys = [k for k in keys if k.startswith("task.")]
         if task_keys and all(d & set(task_keys) for d in differ):
             keys = task_keys
-        out.append(", ".join(f"{k}={w.get(k)}" for k in keys))
+        out.append(", ".join(setting_text(k, w.get(k)) for k in keys))
     return out
+
+
+def setting_text(key: str, value: Any) -> str:
+    """ "key=value", except a ``setting`` (what tells two configurations of one task apart), which already reads
+    "task.length=12"."""
+    return str(value) if key == "setting" else f"{key}={value}"
 
 
 def _differ(w: dict[str, Any], o: dict[str, Any], shown: list[str]) -> set[str]:

@@ -211,7 +211,12 @@ class Comparison:
 
     def place(self, keys: Sequence[str] | None = None) -> str:
         keys = list(self.where) if keys is None else keys
-        return ", ".join(f"{SHORT.get(k, k.split('.')[-1])}={self.where[k]}" for k in keys if k in self.where)
+        # a "setting" (what tells two configurations of one task apart) already reads "task.length=12"
+        return ", ".join(
+            str(self.where[k]) if k == "setting" else f"{SHORT.get(k, k.split('.')[-1])}={self.where[k]}"
+            for k in keys
+            if k in self.where
+        )
 
     def run_ids(self) -> list[str]:
         return [*self.a.run_ids, *self.b.run_ids]

@@ -86,6 +86,16 @@ SPEED_WIN = (
 )
 
 
+def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:
+    """ ", on 1 of 4 comparisons" for a claim supported on *some* comparison, so one row is not read as a rule."""
+    if c.verdict != SUPPORTED:
+        return ""
+    rows = same_width if c.id == "C6" else c.rows
+    tested = [r for r in rows if r.get("verdict") not in (TOO_SMALL, NO_INFO) and r.get("metric")]
+    won = sum(r.get("verdict") == SUPPORTED for r in tested)
+    return f", on {won} of {len(tested)} comparisons" if tested else ""
+
+
 def headline(claims: list[ClaimResult]) -> str:
     """'Added or concatenated?' answered from the verdicts, one clause per claim that bears on it."""
     by_id = {c.id: c for c in claims}
@@ -95,7 +105,7 @@ def headline(claims: list[ClaimResult]) -> str:
         if c is not None and c.verdict in HEADLINE[cid]:
             same_width = [r for r in c.rows if r["family"] == "concat_split vs add"]
             speed = cid == "C6" and c.verdict == SUPPORTED and speed_only(same_width)
-            parts.append(f"{SPEED_WIN if speed else HEADLINE[cid][c.verdict]} ({cid})")
+            parts.append(f"{SPEED_WIN if speed else HEADLINE[cid][c.verdict]}{how_many(c, same_width)} ({cid})")
     c6 = by_id.get("C6")
     wide = [r for r in (c6.rows if c6 else []) if r["family"].startswith("concat_wide") and r["verdict"] == SUPPORTED]
     if wide:

@@ -404,6 +404,10 @@ def test_c17_key_does_not_rank_arms_that_do_not_extrapolate() -> None:
     tight = {"label": "t", "long": [0.60, 0.61, 0.60, 0.61, 0.60], "cells": ["60%"]}
     key = c17_top(flagged([loose, tight], 0.20), 0.20)
     assert key.startswith("l highest (62%) but not beyond the 20% reference; t first (60%)")
+    # every seed at 100%, far above the reference: zero spread is no reason to doubt it
+    perfect = {"label": "p", "long": [1.0] * 5, "cells": ["100%"]}
+    assert extrapolation_flags([perfect, hair], 0.53, MARGIN) == [True, False]
+    assert extrapolation_flags([{"label": "z", "long": [0.5] * 5, "cells": [""]}], 0.53, MARGIN) == [False]
     # Holm across arms: three arms each just clear at 95% alone, not at the Holm level
     alone = {"label": "x", "long": [0.565, 0.60, 0.57, 0.61, 0.58], "cells": [""]}
     assert extrapolation_flags([alone], 0.53, MARGIN) == [True]

@@ -564,8 +564,16 @@ def extrapolation_flags(ranked: list[dict], reference: float, margin: float) -> 
         return [True] * len(ranked)
     bar = reference + margin
     tests = [from_diffs(metric("acc"), [v - bar for v in a["long"]]) for a in ranked]
-    ps = [t.p_beyond(0.0) if t.info is None and t.mean > 0 else math.nan for t in tests]
-    return [bool(rejected) and t.interval(level)[0] > 0 for t, (rejected, level) in zip(tests, holm(ps), strict=True)]
+
+    def p(t: Any) -> float:
+        if t.n >= 2 and min(t.diffs) > 0 and not t.se > 0:  # every seed alike and above the bar (100% at 2n)
+            return 0.0
+        return t.p_beyond(0.0) if t.info is None and t.mean > 0 else math.nan
+
+    return [
+        bool(rejected) and (t.interval(level)[0] > 0 or not t.se > 0)
+        for t, (rejected, level) in zip(tests, holm([p(t) for t in tests]), strict=True)
+    ]
 
 
 def c17_top(ranked: list[dict], reference: float) -> str:

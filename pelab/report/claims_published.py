@@ -198,11 +198,8 @@ def c18(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         "The best scheme is chosen per comparison on validation bits per byte among the arms that learned; NoPE is "
         "compared with that one arm, so the causal half is a test against the strongest alternative run here."
     )
-    unlearned = sorted(
-        {c.b.label for arm in TEXT_ARMS for c in compare(_text_frame(ctx, "mlm"), ARM, NOPE, arm)}
-        - {c.b.label for arm in TEXT_ARMS for c in compare(_text_frame(ctx, "mlm"), ARM, NOPE, arm)
-           if c.b.learned(ctx.floor)}
-    )  # fmt: skip
+    with_positions = [c.b for arm in TEXT_ARMS for c in compare(_text_frame(ctx, "mlm"), ARM, NOPE, arm)]
+    unlearned = sorted({side.label for side in with_positions if not side.learned(ctx.floor)})
     if unlearned:
         r.caveats.append(
             f"Masked arms with positions that did not learn at this budget either: {', '.join(unlearned)}. The masked "

@@ -366,8 +366,6 @@ class Family:
     kind: Kind
     combine: Literal["any", "all"]
     correction: str
-    #: how many rows entered, in the report's words (``FLOOR_POLICY``)
-    learned_words: str = "with an arm above the floor"
 
     @property
     def tested(self) -> list[Row]:
@@ -376,7 +374,7 @@ class Family:
     def explain(self) -> str:
         learned = [r for r in self.rows if r.verdict != TOO_SMALL]
         return (
-            f"{len(self.rows)} comparison(s); {len(learned)} {self.learned_words}; "
+            f"{len(self.rows)} comparison(s); {len(learned)} with an arm above the floor; "
             f"{len(self.tested)} informative; {self.correction}"
         )
 

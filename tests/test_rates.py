@@ -118,3 +118,14 @@ def test_fixed_rate_is_the_middle_of_the_list():
     assert rates.fixed_rate([0.01, 0.001, 0.003]) == 0.003
     assert rates.fixed_rate([0.01, 0.001]) == 0.001
     assert rates.fixed_rate([0.5]) == 0.5
+
+
+def test_the_report_says_how_the_rate_was_set() -> None:
+    """Where every reader looks ("How the comparisons were made"): a grid and its choice on validation, or
+    one fixed rate that is not tuned per arm, with its values."""
+    from pelab.report.build import rate_note
+
+    tuned = rate_note(parse_study(STUDY.format(fixed=0.02)))
+    assert tuned.startswith("each arm kept its best of 0.001, 0.003, 0.01 on validation")
+    fixed = rate_note(parse_study(STUDY.replace("lr = [1e-3, 3e-3, 1e-2]", "lr = 3e-3").format(fixed=0.02)))
+    assert fixed.startswith("one fixed rate per task (0.003, 0.02)") and "not tuned per arm" in fixed

@@ -38,7 +38,7 @@ from pelab.report.verdicts import (
     VERDICT_GLYPH,
     VERDICTS,
 )
-from pelab.study.grid import parse_study
+from pelab.study.grid import Study, parse_study
 from pelab.study.stats import runs_frame
 from pelab.study.store import Store
 
@@ -93,6 +93,18 @@ def load_context(folder: Path) -> ReportContext:
     return ReportContext(
         folder=folder, study=study, rows=rows, frame=chosen, frame_all=frame, rate_choices=choices, **study.report
     )
+
+
+def rate_note(study: Study) -> str:
+    """How the learning rate was set, said where every reader looks: one fixed rate is not neutral."""
+    if study.learning_rates:
+        rates_ = ", ".join(f"{x:g}" for x in study.learning_rates)
+        return (f"each arm kept its best of {rates_} on validation and is scored on test (see 'Learning rates' "
+                "below for each arm's rate and the verdicts at one fixed rate)")  # fmt: skip
+    fixed = sorted({r.train.lr for r in study.runs})
+    return (f"one fixed rate per task ({', '.join(f'{x:g}' for x in fixed)}), the same for every arm of a comparison, "
+            "not tuned per arm: an arm that wants another rate can lose for that reason alone (the paper preset "
+            "gives a grid of rates)")  # fmt: skip
 
 
 def rates_section(ctx: ReportContext, claims: list[ClaimResult]) -> Section | None:
@@ -294,6 +306,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         seeds=ctx.study.seeds,
         floor=ctx.floor,
         floor_policy=FLOOR_POLICY,
+        rate_note=rate_note(ctx.study),
         margin=ctx.margin,
         axes=ctx.study.axes,
         held=held,

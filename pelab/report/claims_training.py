@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -37,6 +37,9 @@ from pelab.report.figures import arms_plot
 from pelab.report.rules import LOSS_FLOOR, Comparison, Family, family, from_diffs, holm, metric
 from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
+
+if TYPE_CHECKING:
+    from pelab.tasks.base import Task
 
 ARM = ["model.position.scheme", "model.combine"]
 WHERE = ["task.name", "model.position.scheme", "model.d"]
@@ -76,12 +79,12 @@ A_BETTER = {
 
 
 # --- helpers ------------------------------------------------------------------------------
-def reported_or_too_small(fam: Family) -> str:
-    """A claim reported without a verdict still says when none of its comparisons had arms that learned, or when
-    the study ran none of them."""
-    if not fam.rows:
+def reported_or_too_small(*fams: Family) -> str:
+    """A claim reported without a verdict still says when none of its comparisons had an arm that learned, or
+    when the study ran none of them."""
+    if not any(fam.rows for fam in fams):
         return NOT_RUN
-    return REPORTED if learned_rows(fam) else TOO_SMALL
+    return REPORTED if any(learned_rows(fam) for fam in fams) else TOO_SMALL
 
 
 def position_frame(ctx: ReportContext) -> pd.DataFrame:
@@ -452,7 +455,7 @@ def c13(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
 def c14(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     digits = ctx.frame[ctx.frame["task.name"] == "digits"]
     kinds, combiners = c14_families(digits, ctx.floor, ctx.margin)
-    r.verdict = reported_or_too_small(Family([*kinds.rows, *combiners.rows], REPORTED, "better", "any", ""))
+    r.verdict = reported_or_too_small(kinds, combiners)
     r.tables.append(family_table("The kind of position at the input (added; none adds nothing): each (A) against 1-D "
                                  "sinusoidal + add (B) on 8×8 digits; verdict: A better", kinds,
                                  ["model.d"]))  # fmt: skip
@@ -509,7 +512,7 @@ def seen_share(ctx: ReportContext, run_ids: set[str], n_train: int, n_eval: int)
     return math.nan if run is None else reference_accuracy(make_task(run.task), n_train, n_eval)
 
 
-def reference_accuracy(task: Any, n_train: int, n_eval: int, samples: int = 2048) -> float:
+def reference_accuracy(task: Task, n_train: int, n_eval: int, samples: int = 2048) -> float:
     """Accuracy at size ``n_eval`` of a model right at every target whose answer training showed it
     (``Task.seen_targets``: positions and tokens that occur at the training size) and, everywhere else, as good
     as the better of two guesses that use no position: the most common answer at that place (which for sort's
@@ -526,7 +529,7 @@ def reference_accuracy(task: Any, n_train: int, n_eval: int, samples: int = 2048
     batch, guide = draws
     if batch.targets.dim() < 2 or batch.inputs.dim() != 2:
         return math.nan
-    causal = getattr(task, "kind", "encoder") == "decoder"
+    causal = task.kind == "decoder"
 
     size = int(max(batch.inputs.max(), guide.inputs.max(), batch.targets.max(), guide.targets.max())) + 1
     answers = torch.zeros(size, dtype=torch.long)

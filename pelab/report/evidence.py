@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from pelab.report.rules import Comparison, Side
+from pelab.report.rules import Comparison, Side, setting_text
 from pelab.study.stats import t_interval
 
 CONFIG_PREFIXES = ("task.", "model.", "train.")
@@ -122,12 +122,6 @@ def config_labels(wheres: list[dict[str, Any]], shown: list[str]) -> list[str]:
             keys = task_keys
         out.append(", ".join(setting_text(k, w.get(k)) for k in keys))
     return out
-
-
-def setting_text(key: str, value: Any) -> str:
-    """ "key=value", except a ``setting`` (what tells two configurations of one task apart), which already reads
-    "task.length=12"."""
-    return str(value) if key == "setting" else f"{key}={value}"
 
 
 def _differ(w: dict[str, Any], o: dict[str, Any], shown: list[str]) -> set[str]:

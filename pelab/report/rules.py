@@ -159,6 +159,12 @@ def margin_for(m: Metric, margin: float, base: float = math.nan) -> float:
     return RELATIVE_MARGIN
 
 
+def setting_text(key: str, value: Any) -> str:
+    """ "key=value", except a ``setting`` (what tells two configurations of one task apart), which already reads
+    "task.length=12"."""
+    return str(value) if key == "setting" else f"{key}={value}"
+
+
 # --- arms and comparisons ---------------------------------------------------------------
 #: How a held-equal key reads in a table cell.
 SHORT = {"task.name": "task", "model.position.scheme": "scheme", "model.combine": "combine", "model.d": "d"}
@@ -211,12 +217,7 @@ class Comparison:
 
     def place(self, keys: Sequence[str] | None = None) -> str:
         keys = list(self.where) if keys is None else keys
-        # a "setting" (what tells two configurations of one task apart) already reads "task.length=12"
-        return ", ".join(
-            str(self.where[k]) if k == "setting" else f"{SHORT.get(k, k.split('.')[-1])}={self.where[k]}"
-            for k in keys
-            if k in self.where
-        )
+        return ", ".join(setting_text(SHORT.get(k, k.split(".")[-1]), self.where[k]) for k in keys if k in self.where)
 
     def run_ids(self) -> list[str]:
         return [*self.a.run_ids, *self.b.run_ids]

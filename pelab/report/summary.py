@@ -91,8 +91,8 @@ def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:
     if c.verdict != SUPPORTED:
         return ""
     rows = same_width if c.id == "C6" else c.rows
-    tested = [r for r in rows if r.get("verdict") not in (TOO_SMALL, NO_INFO) and r.get("metric")]
-    won = sum(r.get("verdict") == SUPPORTED for r in tested)
+    tested = [r for r in rows if r["verdict"] not in (TOO_SMALL, NO_INFO) and r["metric"]]
+    won = sum(r["verdict"] == SUPPORTED for r in tested)
     return f", on {won} of {len(tested)} comparisons" if tested else ""
 
 

@@ -98,8 +98,9 @@ class Task:
     def seen_targets(self, batch: Batch, n_train: int) -> Tensor:
         """Which scored targets of ``batch`` (drawn at any size) a model could answer from what training at size
         ``n_train`` showed it: its answer reads only positions (and tokens) that occur at that size. C17 sets the
-        accuracy of a model right exactly there, and at chance elsewhere, beside each arm at longer lengths, so
-        an arm that only solves what it has seen is not mistaken for one that extrapolates.
+        accuracy of a model right exactly there, and elsewhere as good as a guess that uses no position, beside
+        each arm at longer lengths, so an arm that only solves what it has seen is not mistaken for one that
+        extrapolates.
 
         Seen means more than "reads nothing past the training length": the answer at that place must be the
         one training put there (the same output position reading the same source). The default says so only

@@ -243,6 +243,18 @@ def test_not_worse_when_better_beyond_the_interval_needs_no_five_seeds() -> None
     assert f.verdict == INCONCLUSIVE and "needs ≥ 5 seeds" in f.rows[0].notes[0]
 
 
+def test_a_non_inferiority_is_not_refuted_on_three_seeds() -> None:
+    # "Not worse" is an equivalence with one side: A worse beyond the margin on 3 seeds stays inconclusive and
+    # says why (C18's causal half at the quick preset's 3 seeds); the same gap on 5 seeds refutes it.
+    three = comp(arm("a", [0.90, 0.90, 0.91]), arm("b", [0.95, 0.96, 0.97]))
+    f = family([three], ["acc"], FLOOR, MARGIN, "not_worse", "all")
+    assert f.verdict == INCONCLUSIVE and f.rows[0].notes == [
+        "outside the margin, but equivalence needs ≥ 5 seeds (3 here)"
+    ]
+    five = comp(arm("a", [0.90, 0.90, 0.91, 0.90, 0.91]), arm("b", [0.95, 0.96, 0.97, 0.95, 0.96]))
+    assert family([five], ["acc"], FLOOR, MARGIN, "not_worse", "all").verdict == NOT_SUPPORTED
+
+
 def test_an_equivalence_is_not_refuted_on_three_seeds() -> None:
     # 3 seeds, the interval wholly outside the margin: SCIENCE.md wants 5 seeds wherever an equivalence is
     # tested, so it stays inconclusive and says why; with 5 seeds the same gap refutes it.
@@ -293,3 +305,24 @@ def test_every_comparison_must_show_a_win_so_one_inside_the_margin_refutes_on_fi
     assert f.rows[1].level == pytest.approx(1 - 0.05 / 2)  # refuted at its Holm level across the 2 rows
     three = comp(arm("a", [0.901, 0.902, 0.900]), arm("b", [0.900, 0.901, 0.900]))
     assert family([win, three], ["acc"], FLOOR, MARGIN, kind="better", combine="all").verdict == INCONCLUSIVE
+
+
+# --- a second opinion on accuracy wins ----------------------------------------------------
+def test_an_accuracy_win_the_loss_does_not_show_says_so_and_keeps_its_verdict() -> None:
+    # A wins on accuracy beyond the interval; its loss leans its way but the interval spans 0 (C9's row in
+    # full): the verdict stands, and the row says the loss does not confirm it.
+    a = arm("a", [0.83, 0.82, 0.81, 0.82, 0.83], [0.50, 0.47, 0.52, 0.49, 0.51])
+    b = arm("b", [0.80, 0.80, 0.79, 0.80, 0.81], [0.50, 0.49, 0.50, 0.50, 0.49])
+    f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN)
+    assert f.verdict == SUPPORTED
+    assert [n for n in f.rows[0].notes if "held-out loss" in n][0].startswith("held-out loss does not confirm it (")
+    # The loss against it beyond the interval: "contradicts".
+    worse = arm("a", [0.83, 0.82, 0.81, 0.82, 0.83], [0.55, 0.56, 0.55, 0.57, 0.56])
+    f = family([comp(worse, b)], ["acc", "loss"], FLOOR, MARGIN)
+    assert f.verdict == SUPPORTED and any(n.startswith("held-out loss contradicts it") for n in f.rows[0].notes)
+    # The loss agrees beyond the interval: nothing to say.
+    agree = arm("a", [0.83, 0.82, 0.81, 0.82, 0.83], [0.40, 0.41, 0.40, 0.42, 0.41])
+    f = family([comp(agree, b)], ["acc", "loss"], FLOOR, MARGIN)
+    assert f.verdict == SUPPORTED and not f.rows[0].notes
+    # A family whose chain has no loss (accuracy only) has no second opinion to give.
+    assert not family([comp(a, b)], ["acc"], FLOOR, MARGIN).rows[0].notes

@@ -34,7 +34,7 @@ from pelab.report.claims import (
 )
 from pelab.report.evidence import arms_table, compare, compare_wide, config_columns, config_labels, split_configs
 from pelab.report.figures import arms_plot
-from pelab.report.rules import LOSS_FLOOR, Comparison, Family, family, from_diffs, holm, metric
+from pelab.report.rules import LOSS_FLOOR, Comparison, Family, difference_text, family, from_diffs, holm, metric
 from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
 
@@ -144,7 +144,8 @@ def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: 
     c = row.comparison
     where = next(place for r, place in zip(fam.rows, places(fam, keys), strict=True) if r is row)
     verdict = (says or {}).get(row.verdict, row.verdict)
-    evidence = f"{row.describe()} ({level_cell(row)} interval)"
+    assert row.test is not None
+    evidence = "; ".join([f"{difference_text(row.test, row.interval)} ({level_cell(row)} interval)", *row.notes])
     if not c.learned(floor):
         won, lost = (c.a, c.b) if c.a.learned(floor) else (c.b, c.a)
         return (
@@ -464,12 +465,14 @@ def c14(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                                  ["model.position.scheme", "model.d"]))  # fmt: skip
     if not digits.empty:
         r.figures.append(arm_figure(ctx, ctx.frame, "digits", "digits", "digits: test accuracy per arm"))
+    # The key quotes the first row of each family, 2-D sin-cos where it learned (C14_KINDS, C14_TABLES put it
+    # first): the claim is about ViT's 2-D positions, so the smallest p among other kinds would change the subject.
     halves = []
     if kinds.rows:
-        halves.append(f"kind of position: {key_of(kinds, ['model.d'], ctx.floor, says=A_BETTER)}")
+        halves.append(f"kind of position: {key_of(kinds, ['model.d'], ctx.floor, best=False, says=A_BETTER)}")
     if combiners.rows:
         keys = ["model.position.scheme", "model.d"]
-        halves.append(f"combiner (same scheme): {key_of(combiners, keys, ctx.floor, says=A_BETTER)}")
+        halves.append(f"combiner (same scheme): {key_of(combiners, keys, ctx.floor, best=False, says=A_BETTER)}")
     r.key = "; ".join(halves) or "not run"
     _finish(r, ctx, {"kind": kinds, "combiner": combiners} if kinds.rows else {"combiner": combiners})
     return r

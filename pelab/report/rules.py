@@ -343,19 +343,40 @@ class Row:
         "A's held-out loss −8.0% [−12.1%, −3.9%] relative to B's"; or why there is no number."""
         if self.test is None:
             return "; ".join(self.skipped) or self.verdict
-        t = self.test
-        lo, hi = self.interval
-        numbers = f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}]"
-        if t.metric.relative:
-            text = f"A's {t.metric.label} {numbers} relative to B's"
-        else:
-            text = f"A − B {numbers} {t.metric.label}"
-        return "; ".join([text, *self.notes])
+        return "; ".join([difference_text(self.test, self.interval), *self.notes])
 
     @property
     def p(self) -> float:
         """Two-sided p-value of 'no difference' (nan without a test): how telling the row is, on any metric."""
         return self.test.p_beyond(0.0) if self.test is not None else math.nan
+
+
+def difference_text(t: Test, interval: tuple[float, float]) -> str:
+    """A paired difference and its interval in words whose sign cannot be misread."""
+    lo, hi = interval
+    numbers = f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}]"
+    if t.metric.relative:
+        return f"A's {t.metric.label} {numbers} relative to B's"
+    return f"A − B {numbers} {t.metric.label}"
+
+
+def second_opinion(row: Row, tests: Sequence[Test]) -> str | None:
+    """Whether held-out loss agrees with a directional win decided on accuracy, in words, or None when it does.
+
+    SCIENCE.md decides on the claim's deciding metric, so this never changes a verdict; but a win of a point or
+    two in accuracy (C9's wordorder arms, near 50% chance) that the loss, read at the same level, does not
+    show is one a careful reader discounts, and the report says so beside it rather than leave it to be found."""
+    t = row.test
+    if row.verdict != SUPPORTED or t is None or t.metric.relative or not t.metric.key.startswith("acc"):
+        return None
+    loss = next((x for x in tests if x.metric.key in ("loss", "bpb") and x.info is None), None)
+    if loss is None:
+        return None
+    lo, hi = loss.oriented(row.level)
+    if lo > 0:
+        return None
+    how = "contradicts" if hi < 0 else "does not confirm"
+    return f"{loss.metric.label} {how} it ({difference_text(loss, loss.interval(row.level))})"
 
 
 @dataclass
@@ -386,7 +407,8 @@ def _decide(kind: Kind, lo: float, hi: float, margin: float, n: int = MIN_EQUIVA
     A conclusion that rests on the interval lying *inside* a margin (an equivalence, a non-inferiority,
     "no effect") needs at least MIN_EQUIVALENCE_SEEDS pairs; with fewer it stays inconclusive. An equivalence
     claim needs them either way: SCIENCE.md asks for 5 seeds wherever an equivalence is tested, so 3 seeds
-    neither confirm nor refute one."""
+    neither confirm nor refute one; so does a non-inferiority ("not worse"), save that A better beyond the
+    interval needs no margin and so no seed minimum."""
     if math.isnan(lo) or math.isnan(hi):
         return INCONCLUSIVE
     equivalence_ok = n >= MIN_EQUIVALENCE_SEEDS
@@ -415,10 +437,12 @@ def _decide(kind: Kind, lo: float, hi: float, margin: float, n: int = MIN_EQUIVA
             return NOT_SUPPORTED
         return INCONCLUSIVE
     if kind == "not_worse":
-        # A better beyond the interval is not worse without any appeal to the margin, so no seed minimum
+        # A non-inferiority is an equivalence with one side, so it is tested on 5 seeds either way (C18's causal
+        # half in quick, 3 seeds, reads like the Vaswani equivalence beside it). The one exception: A better
+        # beyond the interval is not worse without any appeal to the margin, so it needs no seed minimum.
         if lo > 0 or (equivalence_ok and lo > -margin):
             return SUPPORTED
-        if hi < -margin:
+        if equivalence_ok and hi < -margin:
             return NOT_SUPPORTED
         return INCONCLUSIVE
     raise ValueError(kind)
@@ -548,6 +572,7 @@ def decide(
     """
     rows: list[Row] = []
     tests: list[tuple[int, Test, float]] = []
+    others: dict[int, tuple[Test, ...]] = {}  # each decided row's tests on every metric, for its second opinion
     for item in items:
         c = item.comparison
         if not item.learned:
@@ -568,6 +593,7 @@ def decide(
             )
         rows.append(row)
         tests.append((len(rows) - 1, t, m))
+        others[len(rows) - 1] = item.tests
     k = len(tests)
     decisions = holm([_p_for(kind, t, m, combine) for _, t, m in tests], alpha)
     for (i, t, m), (rejected, level) in zip(tests, decisions, strict=True):
@@ -575,7 +601,7 @@ def decide(
         plain = _decide(kind, *t.oriented(1 - alpha), m, t.n)
         strict = _decide(kind, *t.oriented(level), m, t.n)
         if _capped(kind, *t.oriented(1 - alpha), m, t.n):
-            refuted = kind == "equivalent" and _decide(kind, *t.oriented(1 - alpha), m) == NOT_SUPPORTED
+            refuted = kind in ("equivalent", "not_worse") and _decide(kind, *t.oriented(1 - alpha), m) == NOT_SUPPORTED
             where = "outside" if refuted else "inside"
             row.notes.append(f"{where} the margin, but equivalence needs ≥ {MIN_EQUIVALENCE_SEEDS} seeds ({t.n} here)")
         if combine == "any":
@@ -595,6 +621,8 @@ def decide(
             if plain == NOT_SUPPORTED:
                 row.level = level
         row.interval = t.interval(row.level)
+        if kind in ("better", "beyond_margin") and (note := second_opinion(row, others[i])) is not None:
+            row.notes.append(note)
     correction = (
         f"Holm–Bonferroni across {k} informative comparison(s)"
         if combine == "any"

@@ -99,9 +99,17 @@ def test_c18_every_branch() -> None:
     # the scheme with positions did not learn: both halves too small
     bad = comp(lm("nope", UNLEARNED), lm("best", UNLEARNED))
     assert rule_c18([bad], [comp(lm("best", UNLEARNED), lm("nope", UNLEARNED))], FLOOR, MARGIN)[0] == TOO_SMALL
-    # "within the margin" needs five seeds: with three the gap is not settled
+    # "within the margin" needs five seeds either way (an equivalence-type test): with three, a close gap and a
+    # far one both stay inconclusive, and the row says which side of the margin it fell and why it is not decided
     three = comp(lm("nope", CLOSE[:3]), lm("best", GOOD[:3]))
-    assert rule_c18([three], [fails], FLOOR, MARGIN)[1].rows[0].notes[-1] == GAP_WORDS[INCONCLUSIVE]
+    fails3 = comp(lm("best", GOOD[:3]), lm("nope", UNLEARNED[:3]))
+    verdict, causal, _ = rule_c18([three], [fails3], FLOOR, MARGIN)
+    assert verdict == INCONCLUSIVE
+    assert causal.rows[0].notes == ["NoPE within the margin on 3 seeds; the rule needs ≥ 5 to decide"]
+    far3 = comp(lm("nope", FAR[:3]), lm("best", GOOD[:3]))
+    verdict, causal, _ = rule_c18([far3], [fails3], FLOOR, MARGIN)
+    assert verdict == INCONCLUSIVE and causal.verdict == INCONCLUSIVE
+    assert causal.rows[0].notes == ["NoPE trails the best beyond the margin on 3 seeds; the rule needs ≥ 5 to decide"]
     # the masked arm with positions failing where NoPE learned refutes the masked half (the one floor policy)
     assert rule_c18([close], [comp(lm("best", UNLEARNED), lm("nope", GOOD))], FLOOR, MARGIN)[0] == NOT_SUPPORTED
 
@@ -187,6 +195,20 @@ def test_kazemnejad_outcome_needs_taus_interval_on_every_task() -> None:
     assert kazemnejad_outcome([up, wide])[0] == UNTESTED
     assert kazemnejad_outcome([few])[0] == UNTESTED
     assert "τ = +0.72 [" in kazemnejad_outcome([up])[1] and "over 5 seeds" in kazemnejad_outcome([up])[1]
+
+
+def test_kazemnejad_reads_no_task_where_no_arm_extrapolates() -> None:
+    # A positive τ among arms none of which beats a model right only where it trained is an order of failures
+    # (dreverse in full): left unread and said so; with it the only task read, the row is not tested.
+    up = _kaz("dsort", [0.6, 0.8, 0.7, 0.9, 0.6])
+    failed = dict(_kaz("dreverse", [0.5, 0.4, 0.6, 0.5, 0.5]), extrapolates=False, reference=0.23)
+    down = _kaz("addition", [-0.4, -0.6, -0.5, -0.3, -0.5])
+    outcome, text = kazemnejad_outcome([up, failed])
+    assert outcome == AGREE and "not read (no arm extrapolates" in text
+    assert "dreverse (τ = +0.50; reference 23%)" in text
+    assert kazemnejad_outcome([failed])[0] == UNTESTED
+    # An unread task cannot turn a disagreement elsewhere into "not tested" either.
+    assert kazemnejad_outcome([down, failed])[0] == DISAGREE
 
 
 def test_per_seed_tau_against_scipy() -> None:

@@ -513,3 +513,20 @@ def test_the_headline_says_on_how_many_comparisons_a_some_claim_held() -> None:
     assert "hurt them against concatenating, on 1 of 3 comparisons (C9)" in headline([c9])
     c9.verdict = INCONCLUSIVE
     assert "on 1 of" not in headline([c9])
+
+
+def test_the_headline_says_when_held_out_loss_does_not_back_an_accuracy_win() -> None:
+    """C9 in full won on accuracy (+1.8 pp) where held-out loss did not confirm it: the headline says so beside
+    the count, from the rows' own notes (``rules.second_opinion``), and not when a winning row has no doubt."""
+    from pelab.report.claims import ClaimResult
+    from pelab.report.summary import headline
+
+    doubt = "held-out loss does not confirm it (A's held-out loss -1.5% [-5.0%, +2.0%] relative to B's)"
+    rows = [
+        {"family": "concat beats add", "verdict": SUPPORTED, "metric": "acc", "notes": [doubt]},
+        {"family": "concat beats add", "verdict": NOT_SUPPORTED, "metric": "acc", "notes": []},
+    ]
+    c9 = ClaimResult("C9", "t", "", "", "", verdict=SUPPORTED, rows=rows)
+    assert "on 1 of 2 comparisons (on accuracy; held-out loss does not confirm it) (C9)" in headline([c9])
+    rows[0]["notes"] = []
+    assert "does not confirm" not in headline([c9])

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from pelab import forkserver
-from pelab.report.rules import ACC, Family, Row, Side, metric
+from pelab.report.rules import ACC, LOSS_DOUBTS, Family, Row, Side, metric
 from pelab.report.verdicts import NO_INFO, SUPPORTED, TOO_SMALL
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
@@ -456,10 +456,18 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "hi": row.interval[1] if t is not None else None,
                 "level": row.level,
                 "skipped": row.skipped,
+                "notes": row.notes,
                 "verdict": row.verdict,
             }
         )
     return out
+
+
+def loss_disagrees(records: Sequence[dict[str, Any]]) -> bool:
+    """Every supporting row (``row_records``) won on accuracy where held-out loss does not confirm it
+    (``rules.second_opinion``): the headline says so, since a reader discounts such a win."""
+    wins = [r for r in records if r["verdict"] == SUPPORTED]
+    return bool(wins) and all(any(n.startswith(LOSS_DOUBTS) for n in r.get("notes", [])) for r in wins)
 
 
 def speed_only(records: Sequence[dict[str, Any]]) -> bool:

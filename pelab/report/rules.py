@@ -360,6 +360,10 @@ def difference_text(t: Test, interval: tuple[float, float]) -> str:
     return f"A − B {numbers} {t.metric.label}"
 
 
+#: How ``second_opinion`` notes begin, whichever loss it read (held-out loss; bits per byte).
+LOSS_DOUBTS = tuple(f"{m.label} {how}" for m in (LOSS, BPB) for how in ("does not confirm", "contradicts"))
+
+
 def second_opinion(row: Row, tests: Sequence[Test]) -> str | None:
     """Whether held-out loss agrees with a directional win decided on accuracy, in words, or None when it does.
 

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from pelab.report.catalog import all_claims
-from pelab.report.claims import DOC, ClaimResult, ReportContext, speed_only
+from pelab.report.claims import DOC, ClaimResult, ReportContext, loss_disagrees, speed_only
 from pelab.report.verdicts import (
     ERROR,
     EXACT,
@@ -87,13 +87,15 @@ SPEED_WIN = (
 
 
 def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:
-    """ ", on 1 of 4 comparisons" for a claim supported on *some* comparison, so one row is not read as a rule."""
+    """ ", on 1 of 4 comparisons" for a claim supported on *some* comparison, so one row is not read as a rule;
+    and where every winning row's held-out loss does not back it (``loss_disagrees``), that too."""
     if c.verdict != SUPPORTED:
         return ""
     rows = same_width if c.id == "C6" else c.rows
     tested = [r for r in rows if r["verdict"] not in (TOO_SMALL, NO_INFO) and r["metric"]]
     won = sum(r["verdict"] == SUPPORTED for r in tested)
-    return f", on {won} of {len(tested)} comparisons" if tested else ""
+    doubt = " (on accuracy; held-out loss does not confirm it)" if loss_disagrees(tested) else ""
+    return f", on {won} of {len(tested)} comparisons{doubt}" if tested else ""
 
 
 def headline(claims: list[ClaimResult]) -> str:

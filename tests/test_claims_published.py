@@ -251,3 +251,17 @@ def test_the_masked_key_names_a_nope_model_that_did_not_learn_without_quoting_it
     assert text.startswith("NoPE did not learn") and "rotary 2.504 bits/byte" in text
     assert "4.4" not in text  # NoPE's own bits per byte are not quoted
     assert "NoPE 4.422" in gap_text(masked, False)  # without a floor (the tables), its numbers are shown
+
+
+def test_kazemnejad_arms_are_one_per_scheme_as_the_paper_ran_them() -> None:
+    # learned + concat_split beside learned + add must not be pooled by scheme (one would shadow the other seed
+    # by seed): the absolute tables count added, the relative schemes and NoPE with no input combiner.
+    import pandas as pd
+
+    from pelab.report.claims_published import kazemnejad_arms
+
+    arms = [("none", "none"), ("t5", "none"), ("rotary", "none"), ("learned", "add"), ("learned", "concat_split"),
+            ("sinusoidal", "add"), ("sinusoidal", "concat_split"), ("rotary", "add"), ("sincos2d", "add")]  # fmt: skip
+    frame = pd.DataFrame([{"model.position.scheme": s, "model.combine": c} for s, c in arms])
+    kept = list(zip(*(kazemnejad_arms(frame)[k] for k in ("model.position.scheme", "model.combine")), strict=True))
+    assert kept == [("none", "none"), ("t5", "none"), ("rotary", "none"), ("learned", "add"), ("sinusoidal", "add")]

@@ -368,6 +368,23 @@ def test_answer_is_assembled_from_the_verdicts() -> None:
     assert headline([result("C6", SUPPORTED)]).startswith("Added or concatenated? In this run, concatenating")
 
 
+def test_the_summary_line_of_a_claim_of_halves_says_which_half_failed() -> None:
+    """C4 in full: the cross terms carry their share, and what fails is "removing them costs"; C18: NoPE does
+    learn a causal model, what fails is "gets close". The line names each half's verdict; a claim that holds
+    needs no more."""
+    from pelab.report.claims import ClaimResult
+    from pelab.report.summary import answer
+
+    c4 = ClaimResult("C4", "Adding makes attention do four jobs at once", "", "", "", verdict=NOT_SUPPORTED,
+                     halves={"cross terms carry ≥ 10%": SUPPORTED, "removing them costs": NOT_SUPPORTED})  # fmt: skip
+    assert answer([c4])[0]["text"] == (
+        "Adding makes attention do four jobs at once: not supported by this run (cross terms carry ≥ 10%: holds; "
+        "removing them costs: fails)."
+    )
+    c4.verdict, c4.halves = SUPPORTED, {"cross terms carry ≥ 10%": SUPPORTED, "removing them costs": SUPPORTED}
+    assert answer([c4])[0]["text"] == "Adding makes attention do four jobs at once: supported by this run."
+
+
 def test_c1_well_below_d() -> None:
     assert rule_c1(200, 512) == SUPPORTED
     assert rule_c1(256, 512) == SUPPORTED

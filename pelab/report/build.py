@@ -330,7 +330,15 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         folder / "claims.json",
         json.dumps(
             [
-                {"id": c.id, "verdict": c.verdict, "key": c.key, "metric": c.metric, "runs": c.run_ids, "rows": c.rows}
+                {
+                    "id": c.id,
+                    "verdict": c.verdict,
+                    "halves": c.halves,
+                    "key": c.key,
+                    "metric": c.metric,
+                    "runs": c.run_ids,
+                    "rows": c.rows,
+                }  # fmt: skip
                 for c in claims
             ],
             indent=1,

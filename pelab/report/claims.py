@@ -84,6 +84,9 @@ class ClaimResult:
     run_ids: list[str] = field(default_factory=list)
     #: every comparison behind the verdict, as claims.json records it
     rows: list[dict[str, Any]] = field(default_factory=list)
+    #: a claim of several halves: each half's verdict, so the summary line says which half failed, not only that
+    #: the claim did (C4's cross terms do carry a share; what fails is "removing them costs")
+    halves: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

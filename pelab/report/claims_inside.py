@@ -481,6 +481,7 @@ def c2(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         "add not worse": not_worse.verdict,
         "concat_split better somewhere": concat_wins.verdict,
     }
+    r.halves = halves
     r.key = "; ".join(f"{k}: {v}" for k, v in halves.items())
     learned_geo = [row for row in geometry.rows if row.test is not None]
     if learned_geo:
@@ -791,6 +792,13 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             )
         if failed:
             direction += f"; on {len(failed)} one arm did not learn where the other did (counted: see the rule)"
+    r.halves = {f"cross terms carry ≥ {CROSS_SHARE:.0%}": share.verdict, "removing them costs": costs}
+    sizes = sorted({(row.comparison.a.params, row.comparison.b.params) for row in cost.tested})
+    if sizes:  # untied's extra projections: a size difference beside any verdict on it
+        ratios = [b / a for a, b in sizes if a]
+        if ratios:
+            lo, hi = min(ratios), max(ratios)
+            direction += f"; untied has ×{lo:.2f}{f'–{hi:.2f}' if hi - lo > 0.005 else ''} add's parameters"
     r.key = f"cross terms carry ≥ {CROSS_SHARE:.0%}: {share.verdict}; removing them costs: {costs}{direction}"
     if ids:
         a = ctx.analyse("attention", run_id=ids[0])
@@ -879,6 +887,8 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         by_task.setdefault(str(TaskPlace(w["task.name"], w.get("setting", ""))), []).append(item)
     probe, task_verdicts = decide_some_group(list(by_task.values()), ctx.margin)
     r.verdict = rule_c8(s["equivariant_schemes"], probe)
+    r.halves = {"equivariant without positions": EXACT if s["equivariant_schemes"] == ["none"] else NOT_SUPPORTED,
+                "a NoPE decoder learns position": probe.verdict}  # fmt: skip
     r.tables.append(
         Table(
             "Linear probe of absolute position from causal decoders (held-out sequences), mean over the seeds that "

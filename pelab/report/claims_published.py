@@ -190,6 +190,8 @@ def c18(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     verdict, causal_fam, masked_fam = rule_c18(causal, masked, ctx.floor, ctx.margin)
     ctx.analyses["c18"] = {"causal": causal_fam, "masked": masked_fam}
     r.verdict = verdict
+    r.halves = {"causal NoPE gets close to the best": causal_fam.verdict if causal else NOT_RUN,
+                "masked NoPE far worse": masked_fam.verdict if masked else NOT_RUN}  # fmt: skip
     if causal:
         r.tables.append(family_table("Causal (charlm): NoPE (A) against the best scheme with positions (B); verdict: "
                                      "A not worse (within the margin)", causal_fam, WHERE_TEXT))  # fmt: skip

@@ -49,8 +49,23 @@ def answer(claims: list[ClaimResult]) -> list[dict[str, str]]:
     out = []
     for i in ids:
         c = by_id[i]
-        out.append({"id": c.id, "verdict": c.verdict, "text": f"{c.title}: {PHRASE.get(c.verdict, c.verdict)}."})
+        text = f"{c.title}: {PHRASE.get(c.verdict, c.verdict)}"
+        if c.halves and c.verdict not in (SUPPORTED, EXACT):
+            text += " (" + "; ".join(f"{name}: {HALF.get(v, v)}" for name, v in c.halves.items()) + ")"
+        out.append({"id": c.id, "verdict": c.verdict, "text": text + "."})
     return out
+
+
+#: A half's verdict in the summary line of a claim of several halves (``ClaimResult.halves``).
+HALF = {
+    EXACT: "holds exactly",
+    SUPPORTED: "holds",
+    NOT_SUPPORTED: "fails",
+    INCONCLUSIVE: "not settled",
+    NO_INFO: "no information",
+    TOO_SMALL: "arms did not learn",
+    NOT_RUN: "not run",
+}
 
 
 #: What each verdict of the claims that bear on "added or concatenated?" says, in the question's words.

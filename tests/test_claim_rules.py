@@ -552,3 +552,36 @@ def test_the_headline_says_when_held_out_loss_does_not_back_an_accuracy_win() ->
     assert "on 1 of 2 comparisons (on accuracy; held-out loss does not confirm it) (C9)" in headline([c9])
     rows[0]["notes"] = []
     assert "does not confirm" not in headline([c9])
+
+
+def test_the_headline_gives_the_other_side_of_a_some_comparison_win() -> None:
+    """C6 in full: concat_split learned faster on 3 comparisons (sinusoidal) and add learned faster on 3
+    others (learned positions); concat_wide beat add of its width on some and lost on others. The headline
+    says both sides, and C19's 2-D win has its own clause."""
+    from pelab.report.claims import ClaimResult
+    from pelab.report.summary import headline
+
+    def rec(family: str, verdict: str, metric: str, lo: float, hi: float) -> dict:
+        return {"family": family, "verdict": verdict, "metric": metric, "lo": lo, "hi": hi, "diff": (lo + hi) / 2}
+
+    same, wide = "concat_split vs add", "concat_wide vs add at its width"
+    rows = [rec(same, SUPPORTED, "auc", 0.02, 0.06), rec(same, NOT_SUPPORTED, "auc", -0.026, -0.006),
+            rec(same, NOT_SUPPORTED, "loss", 0.05, 0.20),  # A's loss higher: add better
+            rec(same, NOT_SUPPORTED, "acc", -0.004, 0.003),  # inside the margin: not a loss
+            rec(wide, SUPPORTED, "auc", 0.01, 0.03), rec(wide, NOT_SUPPORTED, "auc", -0.03, -0.01)]  # fmt: skip
+    c6 = ClaimResult("C6", "t", "", "", "", verdict=SUPPORTED, rows=rows)
+    c19 = ClaimResult("C19", "t", "", "", "", verdict=SUPPORTED,
+                      rows=[rec("concat beats add", SUPPORTED, "acc", 0.03, 0.09)])  # fmt: skip
+    head = headline([c6, c19])
+    assert (
+        "adding beat concatenating at the same width beyond the interval on 2 comparison(s), 1 on learning speed"
+        in head
+    )
+    assert (
+        "concat_wide beat add of the same total width on 1 comparison(s) on learning speed alone (both solved the "
+        "task) and lost to it beyond the interval on 1 comparison(s), all on learning speed alone (C6, size control)"
+        in head
+    )
+    assert "in 2-D, concatenating the row and column encodings beat adding them, on 1 of 1 comparisons (C19)" in head
+    rows[1]["verdict"] = rows[2]["verdict"] = INCONCLUSIVE
+    assert "adding beat" not in headline([c6])

@@ -12,6 +12,7 @@ import pandas as pd
 
 from pelab.report.catalog import all_claims
 from pelab.report.claims import DOC, ClaimResult, ReportContext, loss_disagrees, speed_only
+from pelab.report.rules import metric
 from pelab.report.verdicts import (
     ERROR,
     EXACT,
@@ -84,6 +85,11 @@ HEADLINE = {
         NO_INFO: "the frozen-word-vector comparisons sat at a ceiling",
         TOO_SMALL: "the frozen-word-vector arms did not learn",
     },
+    "C19": {
+        SUPPORTED: "in 2-D, concatenating the row and column encodings beat adding them",
+        NOT_SUPPORTED: "in 2-D, concatenating the row and column encodings did not beat adding them",
+        INCONCLUSIVE: "in 2-D, whether concatenating the row and column encodings beats adding them is not settled",
+    },
     "C10": {
         SUPPORTED: "adding lost token or position information at the input",
         NOT_SUPPORTED: "adding lost no decodable token or position information at the input",
@@ -97,8 +103,25 @@ HEADLINE = {
 
 SPEED_WIN = (
     "concatenating at the same width learned faster than adding on at least one task, where both solved it "
-    "(a learning-speed win: on no task was its final accuracy or loss better beyond the interval)"
+    "(a learning-speed win: on no task was its final accuracy or loss better beyond C6's Holm-corrected interval)"
 )
+
+
+def losses(records: list[dict[str, Any]]) -> str:
+    """How many of a "some comparison" claim's rows went the other way beyond their interval ("3 comparisons, 2
+    of them on learning speed alone"), or "" when none did (claims.json records: ``row_records``)."""
+    other = []
+    for r in records:
+        if r["verdict"] != NOT_SUPPORTED or r["metric"] is None or r["lo"] is None:
+            continue
+        higher = metric(r["metric"]).higher_is_better
+        if (r["hi"] < 0) if higher else (r["lo"] > 0):
+            other.append(r)
+    if not other:
+        return ""
+    speed = sum(r["metric"] == "auc" for r in other)
+    how = ", all on learning speed alone" if speed == len(other) else f", {speed} on learning speed" if speed else ""
+    return f"{len(other)} comparison(s){how}"
 
 
 def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:
@@ -123,15 +146,24 @@ def headline(claims: list[ClaimResult]) -> str:
             same_width = [r for r in c.rows if r["family"] == "concat_split vs add"]
             speed = cid == "C6" and c.verdict == SUPPORTED and speed_only(same_width)
             parts.append(f"{SPEED_WIN if speed else HEADLINE[cid][c.verdict]}{how_many(c, same_width)} ({cid})")
+            lost = losses(same_width) if cid == "C6" else ""
+            if lost:  # the other side of a "some comparison" claim, so a win is not read as the whole story
+                parts.append(f"adding beat concatenating at the same width beyond the interval on {lost} (C6)")
     c6 = by_id.get("C6")
-    wide = [r for r in (c6.rows if c6 else []) if r["family"].startswith("concat_wide") and r["verdict"] == SUPPORTED]
-    if wide:
+    every = [r for r in (c6.rows if c6 else []) if r["family"].startswith("concat_wide")]
+    wide = [r for r in every if r["verdict"] == SUPPORTED]
+    if wide or losses(every):
         speed = sum(r["metric"] == "auc" for r in wide)
         how = (" on learning speed alone (both solved the task)" if speed_only(wide)
                else f", {speed} of them on learning speed alone" if speed else "")  # fmt: skip
+        against = f" and lost to it beyond the interval on {losses(every)}" if losses(every) else ""
         parts.append(
-            f"concat_wide beat add of the same total width on {len(wide)} comparison(s){how} (C6, size control)"
+            f"concat_wide beat add of the same total width on {len(wide)} comparison(s){how}{against} "
+            "(C6, size control)"
         )
+    c19 = by_id.get("C19")
+    if c19 is not None and c19.verdict in HEADLINE["C19"]:
+        parts.append(f"{HEADLINE['C19'][c19.verdict]}{how_many(c19, c19.rows)} (C19)")
     c5 = by_id.get("C5")
     if c5 is not None and c5.verdict == EXACT and c5.key:
         parts.append(

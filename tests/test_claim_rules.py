@@ -585,3 +585,18 @@ def test_the_headline_gives_the_other_side_of_a_some_comparison_win() -> None:
     assert "in 2-D, concatenating the row and column encodings beat adding them, on 1 of 1 comparisons (C19)" in head
     rows[1]["verdict"] = rows[2]["verdict"] = INCONCLUSIVE
     assert "adding beat" not in headline([c6])
+
+
+def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accuracy() -> None:
+    """C10: both probes at 100% carry no information; the row's arm cells show the probe accuracy that sat at
+    the ceiling, not the task accuracy of the runs (which read 93.9% vs 89.8% under 'ceiling of probe accuracy')."""
+    from pelab.report.claims import family_table
+
+    def side(label: str, task_acc: list[float]) -> Side:
+        return Side(label, {"probe": dict(enumerate([1.0] * 5)), "acc": dict(enumerate(task_acc))}, 10, 20, (label,))
+
+    c = Comparison({"task.name": "t"}, side("concat_split", [0.94] * 5), side("add", [0.90, 0.89, 0.9, 0.91, 0.9]))
+    fam = decide([Evidence(c, True, (paired_test(c, PROBE),))], MARGIN)
+    assert fam.rows[0].verdict == NO_INFO
+    cells = family_table("t", fam, ["task.name"]).rows[0][1:3]
+    assert all("probe accuracy" in x and "100.0%" in x for x in cells) and not any("94.0%" in x for x in cells)

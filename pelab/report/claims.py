@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from pelab import forkserver
-from pelab.report.rules import ACC, LOSS_DOUBTS, Family, Row, Side, metric
+from pelab.report.rules import ACC, LOSS_DOUBTS, OVERLAP, PROBE, SHARE, Family, Row, Side, metric
 from pelab.report.verdicts import NO_INFO, SUPPORTED, TOO_SMALL
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
@@ -382,9 +382,11 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
         c, t = row.comparison, row.test
         # probe scores, overlaps: measured on the models, not run metrics; a run has no accuracy to show beside them
         measured = t is not None and t.metric.key not in RUN_METRICS
+        # a row without a test (a measure at its ceiling) still shows the measure, not the task's accuracy
+        shown = t.metric.key if t is not None else next((k for k in c.a.values if k in MEASURES), None)
         cells = (
-            [f"{side_cell(s, t.metric.key)} {t.metric.label}" for s in (c.a, c.b)]
-            if measured
+            [f"{side_cell(s, shown)} {metric(shown).label}" for s in (c.a, c.b)]
+            if shown is not None and shown not in RUN_METRICS
             else [side_cell(c.a), side_cell(c.b)]
         )
         if c.a is c.b:  # a row that stands for an arm never measured (C2's overlap, C8's probe): one arm, shown once
@@ -424,6 +426,8 @@ def places(fam: Family, keys: Sequence[str]) -> list[str]:
 
 #: Metrics every run stores: a family table shows each arm's accuracy, then the deciding one beside it.
 RUN_METRICS = ("acc", "loss", "auc", "bpb")
+#: What is measured on trained models rather than stored by a run (``measured_side``'s keys).
+MEASURES = (PROBE.key, OVERLAP.key, SHARE.key)
 
 FAMILY_COLUMNS = [
     "held equal",

@@ -34,6 +34,7 @@ from pelab.report.evidence import compare, config_labels, select, split_configs
 from pelab.report.figures import gap_plot
 from pelab.report.rules import (
     ACC,
+    LOSS_DOUBTS,
     MIN_EQUIVALENCE_SEEDS,
     OVERLAP,
     PROBE,
@@ -687,6 +688,7 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         shrink.append(
             f"{where['series']}: add penalty shrank by {fmt(row.test.mean)} [{fmt(lo)}, {fmt(hi)}] "
             f"{row.test.metric.label} between d={where['widths learned']} ({row.verdict})"
+            + "".join(f"; {n}" for n in row.notes if n.startswith(LOSS_DOUBTS))
         )
     r.key = f"random cosines follow the law: {'yes' if law_ok else 'no'}; " + ("; ".join(shrink) or "no width series")
     r.metric = used_metrics(fam)

@@ -1103,6 +1103,6 @@ def c11(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         )
     )
     r.verdict = EXACT if sin_max < 1e-9 else NOT_SUPPORTED
-    r.key = f"sinusoidal held-out residual ≤ {sin_max:.0e}"
+    r.key = f"sinusoidal held-out residual ≤ {sin_max:.1e}"
     r.run_ids = ids
     return r

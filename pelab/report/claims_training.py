@@ -139,7 +139,7 @@ def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: 
     deciding = [r for r in deciding if r.comparison.learned(floor)] or deciding
     row = min(deciding, key=lambda r: (math.isnan(r.p), r.p)) if best else deciding[0]
     both = sum(r.comparison.learned(floor) for r in rows)
-    more = (f" ({len(rows)} comparisons with an arm above the floor, {both} with both; "
+    more = (f" ({len(rows)} informative comparisons with an arm above the floor, {both} of them with both; "
             f"{fam.correction.split(' (')[0]})" if len(rows) > 1 else "")  # fmt: skip
     c = row.comparison
     where = next(place for r, place in zip(fam.rows, places(fam, keys), strict=True) if r is row)

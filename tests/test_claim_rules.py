@@ -585,6 +585,11 @@ def test_the_headline_gives_the_other_side_of_a_some_comparison_win() -> None:
     assert "in 2-D, concatenating the row and column encodings beat adding them, on 1 of 1 comparisons (C19)" in head
     rows[1]["verdict"] = rows[2]["verdict"] = INCONCLUSIVE
     assert "adding beat" not in headline([c6])
+    rows[4]["verdict"] = INCONCLUSIVE  # no size-control win, one loss
+    assert (
+        "add of concat_wide's total width beat it beyond the interval on 1 comparison(s), all on learning "
+        "speed alone (C6, size control)" in headline([c6])
+    )
 
 
 def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accuracy() -> None:

@@ -156,11 +156,15 @@ def headline(claims: list[ClaimResult]) -> str:
         speed = sum(r["metric"] == "auc" for r in wide)
         how = (" on learning speed alone (both solved the task)" if speed_only(wide)
                else f", {speed} of them on learning speed alone" if speed else "")  # fmt: skip
-        against = f" and lost to it beyond the interval on {losses(every)}" if losses(every) else ""
-        parts.append(
-            f"concat_wide beat add of the same total width on {len(wide)} comparison(s){how}{against} "
-            "(C6, size control)"
-        )
+        if wide:
+            against = f" and lost to it beyond the interval on {losses(every)}" if losses(every) else ""
+            parts.append(
+                f"concat_wide beat add of the same total width on {len(wide)} comparison(s){how}{against} "
+                "(C6, size control)"
+            )
+        else:
+            parts.append(f"add of concat_wide's total width beat it beyond the interval on {losses(every)} (C6, "
+                         "size control)")  # fmt: skip
     c19 = by_id.get("C19")
     if c19 is not None and c19.verdict in HEADLINE["C19"]:
         parts.append(f"{HEADLINE['C19'][c19.verdict]}{how_many(c19, c19.rows)} (C19)")

@@ -574,21 +574,21 @@ def test_the_headline_gives_the_other_side_of_a_some_comparison_win() -> None:
                       rows=[rec("concat beats add", SUPPORTED, "acc", 0.03, 0.09)])  # fmt: skip
     head = headline([c6, c19])
     assert (
-        "adding beat concatenating at the same width beyond the interval on 2 comparison(s), 1 on learning speed"
-        in head
+        "adding beat concatenating at the same width beyond its own 95% interval (not Holm-corrected) on 2 "
+        "comparison(s), 1 on learning speed" in head
     )
     assert (
         "concat_wide beat add of the same total width on 1 comparison(s) on learning speed alone (both solved the "
-        "task) and lost to it beyond the interval on 1 comparison(s), all on learning speed alone (C6, size control)"
-        in head
+        "task) and lost to it beyond its own 95% interval on 1 comparison(s), all on learning speed alone (C6, size "
+        "control)" in head
     )
     assert "in 2-D, concatenating the row and column encodings beat adding them, on 1 of 1 comparisons (C19)" in head
     rows[1]["verdict"] = rows[2]["verdict"] = INCONCLUSIVE
     assert "adding beat" not in headline([c6])
     rows[4]["verdict"] = INCONCLUSIVE  # no size-control win, one loss
     assert (
-        "add of concat_wide's total width beat it beyond the interval on 1 comparison(s), all on learning "
-        "speed alone (C6, size control)" in headline([c6])
+        "add of concat_wide's total width beat it beyond its own 95% interval on 1 comparison(s), all on "
+        "learning speed alone (C6, size control)" in headline([c6])
     )
 
 
@@ -605,3 +605,15 @@ def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accur
     assert fam.rows[0].verdict == NO_INFO
     cells = family_table("t", fam, ["task.name"]).rows[0][1:3]
     assert all("probe accuracy" in x and "100.0%" in x for x in cells) and not any("94.0%" in x for x in cells)
+
+
+def test_the_headline_says_how_many_c10_probes_sat_at_their_ceiling() -> None:
+    from pelab.report.claims import ClaimResult
+    from pelab.report.summary import headline
+
+    rows = [
+        {"family": "f", "verdict": v, "metric": m}
+        for v, m in ((NO_INFO, None), (NO_INFO, None), (INCONCLUSIVE, "probe"))
+    ]
+    c10 = ClaimResult("C10", "t", "", "", "", verdict=INCONCLUSIVE, rows=rows)
+    assert "not settled at this budget (the probes sat at their ceiling on 2 of 3 comparisons) (C10)" in headline([c10])

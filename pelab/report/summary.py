@@ -146,9 +146,15 @@ def headline(claims: list[ClaimResult]) -> str:
             same_width = [r for r in c.rows if r["family"] == "concat_split vs add"]
             speed = cid == "C6" and c.verdict == SUPPORTED and speed_only(same_width)
             parts.append(f"{SPEED_WIN if speed else HEADLINE[cid][c.verdict]}{how_many(c, same_width)} ({cid})")
+            ceiling = sum(r["verdict"] == NO_INFO for r in c.rows)
+            if cid == "C10" and c.verdict == INCONCLUSIVE and ceiling:
+                parts[-1] = parts[-1].removesuffix(f" ({cid})") + (
+                    f" (the probes sat at their ceiling on {ceiling} of {len(c.rows)} comparisons) ({cid})"
+                )
             lost = losses(same_width) if cid == "C6" else ""
             if lost:  # the other side of a "some comparison" claim, so a win is not read as the whole story
-                parts.append(f"adding beat concatenating at the same width beyond the interval on {lost} (C6)")
+                parts.append(f"adding beat concatenating at the same width beyond its own 95% interval (not "
+                             f"Holm-corrected) on {lost} (C6)")  # fmt: skip
     c6 = by_id.get("C6")
     every = [r for r in (c6.rows if c6 else []) if r["family"].startswith("concat_wide")]
     wide = [r for r in every if r["verdict"] == SUPPORTED]
@@ -157,14 +163,14 @@ def headline(claims: list[ClaimResult]) -> str:
         how = (" on learning speed alone (both solved the task)" if speed_only(wide)
                else f", {speed} of them on learning speed alone" if speed else "")  # fmt: skip
         if wide:
-            against = f" and lost to it beyond the interval on {losses(every)}" if losses(every) else ""
+            against = f" and lost to it beyond its own 95% interval on {losses(every)}" if losses(every) else ""
             parts.append(
                 f"concat_wide beat add of the same total width on {len(wide)} comparison(s){how}{against} "
                 "(C6, size control)"
             )
         else:
-            parts.append(f"add of concat_wide's total width beat it beyond the interval on {losses(every)} (C6, "
-                         "size control)")  # fmt: skip
+            parts.append(f"add of concat_wide's total width beat it beyond its own 95% interval on {losses(every)} "
+                         "(C6, size control)")  # fmt: skip
     c19 = by_id.get("C19")
     if c19 is not None and c19.verdict in HEADLINE["C19"]:
         parts.append(f"{HEADLINE['C19'][c19.verdict]}{how_many(c19, c19.rows)} (C19)")

@@ -51,6 +51,7 @@ from pelab.report.rules import (
     margin_for,
     metric,
     paired_test,
+    swapped,
 )
 from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
@@ -231,11 +232,6 @@ def rule_c4(share: str, cost: str) -> str:  # share: the per-arm threshold famil
         if v in (share, cost):
             return v
     return INCONCLUSIVE
-
-
-def swapped(comps: list[Comparison]) -> list[Comparison]:
-    """The same comparisons with A and B exchanged: the claim's opposite, tested by the same rule."""
-    return [Comparison(c.where, c.b, c.a) for c in comps]
 
 
 def rule_c8(equivariant: list[str], probe: Family) -> str:

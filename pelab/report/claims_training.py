@@ -34,7 +34,17 @@ from pelab.report.claims import (
 )
 from pelab.report.evidence import arms_table, compare, compare_wide, config_columns, config_labels, split_configs
 from pelab.report.figures import arms_plot
-from pelab.report.rules import LOSS_FLOOR, Comparison, Family, difference_text, family, from_diffs, holm, metric
+from pelab.report.rules import (
+    LOSS_FLOOR,
+    Comparison,
+    Family,
+    difference_text,
+    family,
+    from_diffs,
+    holm,
+    metric,
+    swapped,
+)
 from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.stats import t_interval
 
@@ -264,19 +274,24 @@ def c5(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
 )
 def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     frame = position_frame(ctx)
-    fam = rule_c6(compare(frame, ["model.combine"], ("concat_split",), ("add",)), ctx.floor, ctx.margin)
-    wide = rule_reported(compare_wide(frame), ctx.floor, ctx.margin)
+    same = compare(frame, ["model.combine"], ("concat_split",), ("add",))
+    fam = rule_c6(same, ctx.floor, ctx.margin)
+    # The other way, by the same rule and correction, so a reader can set the two sides beside each other
+    adds = rule_reported(swapped(same), ctx.floor, ctx.margin)
+    wides = compare_wide(frame)
+    wide, wide_adds = rule_reported(wides, ctx.floor, ctx.margin), rule_reported(swapped(wides), ctx.floor, ctx.margin)
     r.verdict = fam.verdict
     r.tables.append(family_table("concat_split (A) against add (B), all else equal", fam, WHERE))
+    r.tables.append(family_table("The other way: add (A) against concat_split (B); verdict: add better (not the "
+                                 "claim's rule, shown so both sides are read at one level)", adds, WHERE,
+                                 A_BETTER))  # fmt: skip
     if wide.rows:
-        r.tables.append(
-            family_table(
-                "For size: concat_wide (A, d + d_position wide) against add at the same total width (B); verdict: "
-                "does concat_wide beat a model as wide as itself",
-                wide,
-                ["task.name", "model.position.scheme", "width"],
-            )
-        )
+        width = ["task.name", "model.position.scheme", "width"]
+        r.tables.append(family_table("For size: concat_wide (A, d + d_position wide) against add at the same total "
+                                     "width (B); verdict: does concat_wide beat a model as wide as itself", wide,
+                                     width))  # fmt: skip
+        r.tables.append(family_table("The other way: add at concat_wide's width (A) against concat_wide (B); "
+                                     "verdict: add better", wide_adds, width, A_BETTER))  # fmt: skip
     for task in _tasks(frame[frame["model.combine"].isin(["add", "concat_split"])]):
         r.figures.append(arm_figure(ctx, frame, task, "arms", f"{task}: accuracy per arm"))
     r.key = key_of(fam, WHERE, ctx.floor)
@@ -286,7 +301,8 @@ def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             f"at the ceiling, held-out loss below {LOSS_FLOOR} nats), so it learned faster, not better"
         )
     r.setup = f"{len(fam.rows)} paired comparisons over tasks, schemes and widths; parameters of both arms beside each"
-    _finish(r, ctx, {"concat_split vs add": fam, "concat_wide vs add at its width": wide})
+    _finish(r, ctx, {"concat_split vs add": fam, "add vs concat_split": adds, "concat_wide vs add at its width": wide,
+                     "add at its width vs concat_wide": wide_adds})  # fmt: skip
     return r
 
 

@@ -541,6 +541,11 @@ FLOOR_POLICY = (
 )
 
 
+def swapped(comps: Sequence[Comparison]) -> list[Comparison]:
+    """The same comparisons with A and B exchanged: the claim's opposite, tested by the same rule."""
+    return [Comparison(c.where, c.b, c.a) for c in comps]
+
+
 def family(
     comparisons: Sequence[Comparison],
     chain: Sequence[str],

@@ -6,13 +6,13 @@ claims' verdicts and key figures, and ``docs/claims.md`` is a function of the re
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pandas as pd
 
 from pelab.report.catalog import all_claims
 from pelab.report.claims import DOC, ClaimResult, ReportContext, loss_disagrees, speed_only
-from pelab.report.rules import metric
 from pelab.report.verdicts import (
     ERROR,
     EXACT,
@@ -107,21 +107,32 @@ SPEED_WIN = (
 )
 
 
-def losses(records: list[dict[str, Any]]) -> str:
-    """How many of a "some comparison" claim's rows went the other way beyond their interval ("3 comparisons, 2
-    of them on learning speed alone"), or "" when none did (claims.json records: ``row_records``)."""
-    other = []
-    for r in records:
-        if r["verdict"] != NOT_SUPPORTED or r["metric"] is None or r["lo"] is None:
-            continue
-        higher = metric(r["metric"]).higher_is_better
-        if (r["hi"] < 0) if higher else (r["lo"] > 0):
-            other.append(r)
-    if not other:
+def tested(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The informative rows of a family (claims.json records: ``row_records``)."""
+    return [r for r in records if r["verdict"] not in (TOO_SMALL, NO_INFO) and r["metric"]]
+
+
+def who_won(records: list[dict[str, Any]]) -> str:
+    """With which position schemes a family's supported rows won (", all with sinusoidal positions"): C6's sign
+    follows the scheme in full, concatenation ahead with sinusoidal tables and adding with learned ones."""
+    schemes = Counter(str(r["where"].get("model.position.scheme")) for r in records if r["verdict"] == SUPPORTED
+                      and r.get("where", {}).get("model.position.scheme") is not None)  # fmt: skip
+    if not schemes:
         return ""
-    speed = sum(r["metric"] == "auc" for r in other)
-    how = ", all on learning speed alone" if speed == len(other) else f", {speed} on learning speed" if speed else ""
-    return f"{len(other)} comparison(s){how}"
+    if len(schemes) == 1:
+        return f", all with {next(iter(schemes))} positions"
+    return ", " + ", ".join(f"{n} with {s}" for s, n in schemes.most_common()) + " positions"
+
+
+def wins_text(records: list[dict[str, Any]]) -> str:
+    """ "2 of 25 comparisons, all on learning speed alone, all with learned positions", or "none of 25"."""
+    rows = tested(records)
+    won = [r for r in rows if r["verdict"] == SUPPORTED]
+    if not won:
+        return f"none of {len(rows)} comparisons"
+    speed = sum(r["metric"] == "auc" for r in won)
+    how = ", all on learning speed alone" if speed == len(won) else f", {speed} on learning speed" if speed else ""
+    return f"{len(won)} of {len(rows)} comparisons{how}{who_won(won)}"
 
 
 def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:
@@ -151,26 +162,19 @@ def headline(claims: list[ClaimResult]) -> str:
                 parts[-1] = parts[-1].removesuffix(f" ({cid})") + (
                     f" (the probes sat at their ceiling on {ceiling} of {len(c.rows)} comparisons) ({cid})"
                 )
-            lost = losses(same_width) if cid == "C6" else ""
-            if lost:  # the other side of a "some comparison" claim, so a win is not read as the whole story
-                parts.append(f"adding beat concatenating at the same width beyond its own 95% interval (not "
-                             f"Holm-corrected) on {lost} (C6)")  # fmt: skip
+            if cid == "C6":
+                parts[-1] = parts[-1].removesuffix(" (C6)") + f"{who_won(same_width)} (C6)"
+                back = [r for r in c.rows if r["family"] == "add vs concat_split"]
+                if tested(back):  # the other side, by the same rule and correction
+                    parts.append(f"adding beat concatenating at the same width beyond the same Holm-corrected "
+                                 f"interval on {wins_text(back)} (C6)")  # fmt: skip
     c6 = by_id.get("C6")
-    every = [r for r in (c6.rows if c6 else []) if r["family"].startswith("concat_wide")]
-    wide = [r for r in every if r["verdict"] == SUPPORTED]
-    if wide or losses(every):
-        speed = sum(r["metric"] == "auc" for r in wide)
-        how = (" on learning speed alone (both solved the task)" if speed_only(wide)
-               else f", {speed} of them on learning speed alone" if speed else "")  # fmt: skip
-        if wide:
-            against = f" and lost to it beyond its own 95% interval on {losses(every)}" if losses(every) else ""
-            parts.append(
-                f"concat_wide beat add of the same total width on {len(wide)} comparison(s){how}{against} "
-                "(C6, size control)"
-            )
-        else:
-            parts.append(f"add of concat_wide's total width beat it beyond its own 95% interval on {losses(every)} "
-                         "(C6, size control)")  # fmt: skip
+    wide = [r for r in (c6.rows if c6 else []) if r["family"] == "concat_wide vs add at its width"]
+    back = [r for r in (c6.rows if c6 else []) if r["family"] == "add at its width vs concat_wide"]
+    if tested(wide):
+        parts.append(f"concat_wide beat add of the same total width on {wins_text(wide)}, and add of that width beat "
+                     f"concat_wide on {wins_text(back)}, each beyond its Holm-corrected interval (C6, size "
+                     "control)")  # fmt: skip
     c19 = by_id.get("C19")
     if c19 is not None and c19.verdict in HEADLINE["C19"]:
         parts.append(f"{HEADLINE['C19'][c19.verdict]}{how_many(c19, c19.rows)} (C19)")

@@ -265,3 +265,15 @@ def test_kazemnejad_arms_are_one_per_scheme_as_the_paper_ran_them() -> None:
     frame = pd.DataFrame([{"model.position.scheme": s, "model.combine": c} for s, c in arms])
     kept = list(zip(*(kazemnejad_arms(frame)[k] for k in ("model.position.scheme", "model.combine")), strict=True))
     assert kept == [("none", "none"), ("t5", "none"), ("rotary", "none"), ("learned", "add"), ("sinusoidal", "add")]
+
+
+def test_a_published_row_held_back_by_the_seed_count_says_so() -> None:
+    # quick's Vaswani row: 3 seeds, the interval wholly outside the margin; only the 5-seed rule keeps it from
+    # "disagree", and the reason column says that, not "the interval does not decide"
+    from pelab.report.claims_published import _why
+    from pelab.report.rules import family
+
+    three = comp(lm("learned", FAR[:3]), lm("sinusoidal", GOOD[:3]))
+    fam = family([three], ("bpb",), FLOOR, MARGIN, kind="equivalent", combine="all")
+    assert _why(fam) == [UNTESTED, "outside the margin, but equivalence needs ≥ 5 seeds (3 here)"]
+    assert _why(None)[0] == UNTESTED and "not run" in _why(None)[1]

@@ -463,8 +463,10 @@ def _family_cell(fam: Family | None) -> str:
     if fam is None or not fam.rows:
         return "not run"
     rows = [r for r in fam.rows if r.test is not None]
-    if not rows:
-        return fam.verdict
+    if not rows:  # who was compared, and at what size, even where no interval could be read
+        return "; ".join(f"{r.comparison.a.label} vs {r.comparison.b.label} ({r.comparison.place(['task.name'])}; "
+                         f"{r.comparison.a.params:,} vs {r.comparison.b.params:,} params): {r.verdict}"
+                         for r in fam.rows[:3])  # fmt: skip
     return "; ".join(f"{r.comparison.a.label} vs {r.comparison.b.label} ({r.comparison.place(['task.name'])}; "
                      f"{r.comparison.a.params:,} vs {r.comparison.b.params:,} params): {r.describe()} "
                      f"({level_cell(r)} interval)" for r in rows[:3])  # fmt: skip
@@ -490,7 +492,7 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
     vas = family(compare(added, ["model.position.scheme"], ("learned",), ("sinusoidal",)), ("bpb",), ctx.floor,
                  ctx.margin, kind="equivalent", combine="all") if not added.empty else None  # fmt: skip
     rows.append(["Vaswani et al. 2017, Table 3 (E)", "learned ≈ sinusoidal: perplexity 4.92 vs 4.92",
-                 _family_cell(vas), *_why(vas.verdict if vas and vas.rows else None)])  # fmt: skip
+                 _family_cell(vas), *_why(vas)])  # fmt: skip
 
     c18 = ctx.analyses.get("c18", {})
     causal, masked = c18.get("causal"), c18.get("masked")
@@ -499,19 +501,19 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
     haviv = (family(compare(text, ARM, NOPE, ("learned", "add")), ("bpb",), ctx.floor, ctx.margin, kind="not_worse",
                     combine="all") if not text.empty else None)  # fmt: skip
     rows.append(["Haviv et al. 2022 (causal)", "a causal LM without positions comes within a few % of one with "
-                 "learned positions", _family_cell(haviv), *_why(_fam_verdict(haviv))])  # fmt: skip
+                 "learned positions", _family_cell(haviv), *_why(haviv)])  # fmt: skip
     # the stricter test, C18's causal half: is NoPE within the margin of the best scheme here?
     rows.append([f"Haviv et al. 2022 (causal), {BESIDE}", "the same, against the scheme "
                  "with the lowest validation loss, which the paper did not test", _family_cell(causal),
-                 *_why(_fam_verdict(causal))])  # fmt: skip
+                 *_why(causal)])  # fmt: skip
     # The masked anchor is Haviv's comparison too, learned positions against none; C18's best scheme is beside it.
     mlm = _text_frame(ctx, "mlm")
     haviv_masked = (family(compare(mlm, ARM, ("learned", "add"), NOPE), ("bpb",), ctx.floor, ctx.margin,
                            kind="beyond_margin", combine="all") if not mlm.empty else None)  # fmt: skip
     rows.append(["Haviv et al. 2022 (masked)", "a masked LM without positions fails badly (against learned "
-                 "positions)", _family_cell(haviv_masked), *_why(_fam_verdict(haviv_masked))])  # fmt: skip
+                 "positions)", _family_cell(haviv_masked), *_why(haviv_masked)])  # fmt: skip
     rows.append([f"Haviv et al. 2022 (masked), {BESIDE}", "the same, against the scheme with the lowest validation "
-                 "loss", _family_cell(masked), *_why(_fam_verdict(masked))])  # fmt: skip
+                 "loss", _family_cell(masked), *_why(masked)])  # fmt: skip
 
     kaz = kendall_rows(ctx)
     kaz_outcome, kaz_text = kazemnejad_outcome(kaz)
@@ -527,7 +529,7 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
     kind_fam = family(compare(digits, ARM, ("sincos2d", "add"), ("sinusoidal", "add")), CHAIN, ctx.floor,
                       ctx.margin, kind="equivalent", combine="all")  # fmt: skip
     none_row = ["Dosovitskiy et al. 2021 (ViT), Table 8", "no positions 0.614 ≪ 1-D 0.642", _family_cell(none_fam),
-                *_why(none_fam.verdict if none_fam.rows else None)]  # fmt: skip
+                *_why(none_fam)]  # fmt: skip
     failed = [r.comparison.b for r in none_fam.rows if r.test is not None and not r.comparison.b.learned(ctx.floor)]
     if failed:  # said, not hidden: the direction holds, the size is not comparable
         why = (
@@ -539,7 +541,7 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
         none_row[4] = "; ".join(filter(None, [none_row[4], why]))
     rows.append(none_row)
     rows.append(["Dosovitskiy et al. 2021 (ViT), Table 8", "1-D 0.642 ≈ 2-D 0.640", _family_cell(kind_fam),
-                 *_why(kind_fam.verdict if kind_fam.rows else None)])  # fmt: skip
+                 *_why(kind_fam)])  # fmt: skip
 
     c16 = by_id.get("C16")
     numbers = ctx.prefetched("pretrained")
@@ -580,8 +582,14 @@ def _fam_verdict(fam: Family | None) -> str | None:
     return fam.verdict if fam is not None and fam.rows else None
 
 
-def _why(verdict: str | None) -> list[str]:
+def _why(fam: Family | None) -> list[str]:
+    """The outcome of a published row and why, from its family: where only the seed count kept an interval
+    from deciding (a test against the margin needs 5), the row's own note says so rather than "does not decide"."""
+    verdict = _fam_verdict(fam)
     out = outcome(verdict)
+    capped = [n for r in (fam.rows if fam else []) for n in r.notes if "needs ≥" in n]
+    if verdict == INCONCLUSIVE and capped:
+        return [out, capped[0]]
     reason = {
         None: "not run in this study (the full preset runs it)",
         TOO_SMALL: "neither arm learned at this budget (one floor policy: budget too small)",

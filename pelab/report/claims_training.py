@@ -161,11 +161,10 @@ def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: 
         seeds = list(lost.of("acc").values())
         # an arm whose seeds reach the floor is no failure beside one just over it: say so (C9's add, 79.8%)
         edge = not lost.is_language_model and len(seeds) > 1 and t_interval(seeds)[2] >= floor
-        below = "just below" if edge else "below"
-        reach = " (its 95% interval over seeds reaches it)" if edge else ""
+        reach = ", though its 95% interval over seeds reaches it" if edge else ""
         return (
-            f"{c.a.label} vs {c.b.label} ({where}): {evidence}; {lost.label}'s final mean is {below} the "
-            f"{floor:.0%} floor{reach}, {won.label}'s above → {verdict}{more}"
+            f"{c.a.label} vs {c.b.label} ({where}): {evidence}; {lost.label}'s final mean is below the "
+            f"{floor:.0%} floor{reach}; {won.label}'s is above → {verdict}{more}"
         )
     return f"{c.a.label} vs {c.b.label} ({where}): {evidence} → {verdict}{more}"
 

@@ -41,6 +41,7 @@ from pelab.report.rules import (
     MIN_EQUIVALENCE_SEEDS,
     Comparison,
     Family,
+    difference_text,
     family,
 )
 from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
@@ -468,8 +469,9 @@ def _family_cell(fam: Family | None) -> str:
                          f"{r.comparison.a.params:,} vs {r.comparison.b.params:,} params): {r.verdict}"
                          for r in fam.rows[:3])  # fmt: skip
     return "; ".join(f"{r.comparison.a.label} vs {r.comparison.b.label} ({r.comparison.place(['task.name'])}; "
-                     f"{r.comparison.a.params:,} vs {r.comparison.b.params:,} params): {r.describe()} "
-                     f"({level_cell(r)} interval)" for r in rows[:3])  # fmt: skip
+                     f"{r.comparison.a.params:,} vs {r.comparison.b.params:,} params): "
+                     + "; ".join([f"{difference_text(r.test, r.interval)} ({level_cell(r)} interval)", *r.notes])
+                     for r in rows[:3] if r.test is not None)  # fmt: skip
 
 
 def tally(rows: Sequence[Sequence[str]]) -> tuple[int, int, list[Sequence[str]]]:

@@ -338,7 +338,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
                     "metric": c.metric,
                     "runs": c.run_ids,
                     "rows": c.rows,
-                }  # fmt: skip
+                }
                 for c in claims
             ],
             indent=1,

@@ -791,12 +791,11 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         if failed:
             direction += f"; on {len(failed)} one arm did not learn where the other did (counted: see the rule)"
     r.halves = {f"cross terms carry ≥ {CROSS_SHARE:.0%}": share.verdict, "removing them costs": costs}
-    sizes = sorted({(row.comparison.a.params, row.comparison.b.params) for row in cost.tested})
-    if sizes:  # untied's extra projections: a size difference beside any verdict on it
-        ratios = [b / a for a, b in sizes if a]
-        if ratios:
-            lo, hi = min(ratios), max(ratios)
-            direction += f"; untied has ×{lo:.2f}{f'–{hi:.2f}' if hi - lo > 0.005 else ''} add's parameters"
+    # untied's extra projections: a size difference said beside any verdict on it
+    ratios = [row.comparison.b.params / row.comparison.a.params for row in cost.tested if row.comparison.a.params]
+    if ratios:
+        lo, hi = min(ratios), max(ratios)
+        direction += f"; untied has ×{lo:.2f}{f'–{hi:.2f}' if hi - lo > 0.005 else ''} add's parameters"
     r.key = f"cross terms carry ≥ {CROSS_SHARE:.0%}: {share.verdict}; removing them costs: {costs}{direction}"
     if ids:
         a = ctx.analyse("attention", run_id=ids[0])

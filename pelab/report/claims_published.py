@@ -48,7 +48,8 @@ from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTE
 from pelab.study.stats import t_interval
 
 NOPE = ("none", "none")
-#: Marks a published-vs-measured row that is a stricter test shown beside an anchor row, not a result of its own.
+#: Marks a published-vs-measured row that tests its anchor against the run's best scheme (stricter for the causal
+#: half, easier for the masked one), shown beside the anchor row, not a result of its own.
 BESIDE = "against the best scheme here (C18)"
 #: The schemes with positions C18 compares NoPE against (Haviv et al. 2022 used learned; the others are the
 #: common alternatives), each with the combiner it is used with.

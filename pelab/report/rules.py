@@ -580,8 +580,7 @@ def decide(
       some row refutes it at its Holm level; else inconclusive.
     """
     rows: list[Row] = []
-    tests: list[tuple[int, Test, float]] = []
-    others: dict[int, tuple[Test, ...]] = {}  # each decided row's tests on every metric, for its second opinion
+    tests: list[tuple[int, Test, float, tuple[Test, ...]]] = []  # row, deciding test, margin, every metric's test
     for item in items:
         c = item.comparison
         if not item.learned:
@@ -601,11 +600,10 @@ def decide(
                 f"(±{RELATIVE_MARGIN:.0%} would be {RELATIVE_MARGIN * c.b.mean(t.metric.key):.1g} nats)"
             )
         rows.append(row)
-        tests.append((len(rows) - 1, t, m))
-        others[len(rows) - 1] = item.tests
+        tests.append((len(rows) - 1, t, m, item.tests))
     k = len(tests)
-    decisions = holm([_p_for(kind, t, m, combine) for _, t, m in tests], alpha)
-    for (i, t, m), (rejected, level) in zip(tests, decisions, strict=True):
+    decisions = holm([_p_for(kind, t, m, combine) for _, t, m, _ in tests], alpha)
+    for (i, t, m, every), (rejected, level) in zip(tests, decisions, strict=True):
         row = rows[i]
         plain = _decide(kind, *t.oriented(1 - alpha), m, t.n)
         strict = _decide(kind, *t.oriented(level), m, t.n)
@@ -630,7 +628,7 @@ def decide(
             if plain == NOT_SUPPORTED:
                 row.level = level
         row.interval = t.interval(row.level)
-        if kind in ("better", "beyond_margin") and (note := second_opinion(row, others[i])) is not None:
+        if kind in ("better", "beyond_margin") and (note := second_opinion(row, every)) is not None:
             row.notes.append(note)
     correction = (
         f"Holm–Bonferroni across {k} informative comparison(s)"

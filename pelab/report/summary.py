@@ -140,11 +140,10 @@ def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:
     and where every winning row's held-out loss does not back it (``loss_disagrees``), that too."""
     if c.verdict != SUPPORTED:
         return ""
-    rows = same_width if c.id == "C6" else c.rows
-    tested = [r for r in rows if r["verdict"] not in (TOO_SMALL, NO_INFO) and r["metric"]]
-    won = sum(r["verdict"] == SUPPORTED for r in tested)
-    doubt = " (on accuracy; held-out loss does not confirm it)" if loss_disagrees(tested) else ""
-    return f", on {won} of {len(tested)} comparisons{doubt}" if tested else ""
+    rows = tested(same_width if c.id == "C6" else c.rows)
+    won = sum(r["verdict"] == SUPPORTED for r in rows)
+    doubt = " (on accuracy; held-out loss does not confirm it)" if loss_disagrees(rows) else ""
+    return f", on {won} of {len(rows)} comparisons{doubt}" if rows else ""
 
 
 def headline(claims: list[ClaimResult]) -> str:
@@ -156,14 +155,14 @@ def headline(claims: list[ClaimResult]) -> str:
         if c is not None and c.verdict in HEADLINE[cid]:
             same_width = [r for r in c.rows if r["family"] == "concat_split vs add"]
             speed = cid == "C6" and c.verdict == SUPPORTED and speed_only(same_width)
-            parts.append(f"{SPEED_WIN if speed else HEADLINE[cid][c.verdict]}{how_many(c, same_width)} ({cid})")
+            clause = f"{SPEED_WIN if speed else HEADLINE[cid][c.verdict]}{how_many(c, same_width)}"
             ceiling = sum(r["verdict"] == NO_INFO for r in c.rows)
             if cid == "C10" and c.verdict == INCONCLUSIVE and ceiling:
-                parts[-1] = parts[-1].removesuffix(f" ({cid})") + (
-                    f" (the probes sat at their ceiling on {ceiling} of {len(c.rows)} comparisons) ({cid})"
-                )
+                clause += f" (the probes sat at their ceiling on {ceiling} of {len(c.rows)} comparisons)"
             if cid == "C6":
-                parts[-1] = parts[-1].removesuffix(" (C6)") + f"{who_won(same_width)} (C6)"
+                clause += who_won(same_width)
+            parts.append(f"{clause} ({cid})")
+            if cid == "C6":
                 back = [r for r in c.rows if r["family"] == "add vs concat_split"]
                 if tested(back):  # the other side, by the same rule and correction
                     parts.append(f"adding beat concatenating at the same width beyond the same Holm-corrected "

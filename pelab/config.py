@@ -321,3 +321,8 @@ class RunConfig(Frozen):
     @property
     def run_id(self) -> str:
         return self.digest()
+
+    @property
+    def arm_id(self) -> str:
+        """The run's id with its seed left out: runs of one arm share it (and may train as one stack)."""
+        return self.model_copy(update={"seed": 0}).digest()

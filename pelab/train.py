@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 import pelab
 from pelab.config import RunConfig
@@ -132,6 +133,12 @@ def lr_lambda(steps: int, warmup: float) -> Callable[[int], float]:
     return f
 
 
+#: The training computation, stored with every run (``versions()["engine"]``): results of two computations
+#: are never mixed in one comparison. "stacked-1": every run trains through ``pelab.stacked`` (a run alone is a
+#: stack of one), which moved each run's numbers within round-off of the per-run path before it.
+ENGINE = "stacked-1"
+
+
 def train_run(
     cfg: RunConfig,
     device: str | None = "auto",
@@ -139,82 +146,196 @@ def train_run(
     checkpoint: str | Path | None = None,
     on_step: Callable[[int, int], None] | None = None,
 ) -> RunResult:
-    """Train and evaluate one config. Never raises for the run's own failures: they become a status."""
-    base = dict(run_id=cfg.run_id, versions=versions())
+    """Train and evaluate one config (a stack of one). Never raises for the run's own failures."""
+    return train_group([cfg], device, threads, [checkpoint], on_step)[0]
+
+
+def train_group(
+    cfgs: list[RunConfig],
+    device: str | None = "auto",
+    threads: int | None = None,
+    checkpoints: list[str | Path | None] | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> list[RunResult]:
+    """Train and evaluate configs that differ only in seed, as one stacked computation; one result each, in
+    order. Never raises for the runs' own failures: they become statuses, and a seed that diverges leaves the
+    stack without touching its neighbours (each seed's numbers do not depend on which seeds share its stack)."""
+    checkpoints = list(checkpoints) if checkpoints is not None else [None] * len(cfgs)
+    bases = [dict(run_id=c.run_id, versions={**versions(), "engine": ENGINE, "stack": str(len(cfgs))}) for c in cfgs]
     try:
-        return _train(cfg, device, threads, checkpoint, on_step, base)
+        check_group(cfgs)
+        return _train(cfgs, device, threads, checkpoints, on_step, bases)
     except KeyboardInterrupt:
         raise
     except Exception as e:  # the study records it and goes on
         tb = traceback.extract_tb(e.__traceback__)[-1]
-        return RunResult(
-            **base, status="failed", reason=f"{type(e).__name__}: {e} ({Path(tb.filename).name}:{tb.lineno})"
-        )
+        reason = f"{type(e).__name__}: {e} ({Path(tb.filename).name}:{tb.lineno})"
+        return [RunResult(**b, status="failed", reason=reason) for b in bases]
+
+
+def check_group(cfgs: list[RunConfig]) -> None:
+    """Configs share a stack only when they differ in seed alone, and their seeds are distinct."""
+    if not cfgs:
+        raise ValueError("a group needs at least one run")
+    same = {c.arm_id for c in cfgs}
+    if len(same) != 1:
+        raise ValueError("a stacked group holds runs that differ only in seed")
+    if len({c.seed for c in cfgs}) != len(cfgs):
+        raise ValueError("a stacked group holds each seed once")
+    if len(cfgs) > 1 and cfgs[0].model.dropout > 0:
+        raise ValueError("runs with dropout train one seed at a time (their masks come from the global generator)")
+
+
+def clip_per_seed(params: list[list[Tensor]], max_norm: float) -> Tensor:
+    """``clip_grad_norm_`` for each seed's own parameters, in one pass over all seeds' gradients: each seed's
+    norm is the 2-norm of its tensors' norms, and its gradients are scaled by min(1, max_norm / (norm + 1e-6)).
+    Returns each seed's norm before clipping, (S,)."""
+    grads = [[p.grad for p in ps if p.grad is not None] for ps in params]
+    flat = [g for gs in grads for g in gs]
+    norms = torch._foreach_norm(flat, 2.0)
+    totals, at = [], 0
+    for gs in grads:
+        totals.append(torch.linalg.vector_norm(torch.stack(norms[at : at + len(gs)]), 2.0))
+        at += len(gs)
+    total = torch.stack(totals)  # (S,)
+    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    torch._foreach_mul_(flat, [coef[i] for i, gs in enumerate(grads) for _ in gs])
+    return total
+
+
+def _stacked_loss(logits: Tensor, batches: list[Batch]) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-seed mean cross-entropy over scored targets (S,), and per-seed correct and mask (S, N). Each seed's
+    loss reduces over its own rows only; the loss is always computed in fp32."""
+    S = logits.shape[0]
+    logits = logits.float().reshape(S, -1, logits.shape[-1])  # (S, N, V)
+    targets = torch.stack([b.targets.reshape(-1) for b in batches])  # (S, N)
+    mask = torch.stack([b.mask.reshape(-1) for b in batches])
+    safe = torch.where(mask, targets, torch.zeros_like(targets))
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), safe.reshape(-1), reduction="none").view(S, -1)
+    loss = torch.where(mask, ce, torch.zeros_like(ce)).sum(1) / mask.sum(1)
+    correct = logits.argmax(-1) == targets
+    return loss, correct, mask
 
 
 def _train(
-    cfg: RunConfig,
+    cfgs: list[RunConfig],
     device_name: str | None,
     threads: int | None,
-    checkpoint: str | Path | None,
+    checkpoints: list[str | Path | None],
     on_step: Callable[[int, int], None] | None,
-    base: dict,
-) -> RunResult:
+    bases: list[dict],
+) -> list[RunResult]:
+    from pelab.stacked import StackedForward
+
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(device_name)
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)  # a worker given cuda:k makes no context on cuda:0 (several runs per GPU)
-    task = make_task(cfg.task)
+    cfg0 = cfgs[0]
+    task = make_task(cfg0.task)
     task.check_data()  # a config validates without reading data; a run that reads it checks it first
-    torch.manual_seed(cfg.seed)
-    model = Transformer(cfg.model).to(device)
-    data_gen = torch.Generator().manual_seed(cfg.seed)
-    t = cfg.train
+    models = []
+    for cfg in cfgs:  # each seed's initialisation exactly as if it trained alone
+        torch.manual_seed(cfg.seed)
+        models.append(Transformer(cfg.model).to(device))
+    data_gens = [torch.Generator().manual_seed(cfg.seed) for cfg in cfgs]
+    t = cfg0.train
     autocast(t.precision, device)  # an unsupported precision fails here, before any training
-    opt = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    seed_params = [list(m.parameters()) for m in models]
+    params = [p for ps in seed_params for p in ps]
+    # fused: one kernel per parameter tensor (the per-parameter Python loop was a quarter of a step)
+    opt = torch.optim.AdamW(params, lr=t.lr, weight_decay=t.weight_decay, fused=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(t.steps, t.warmup))
     every = max(1, t.steps // t.curve_points)
-    curve: list[dict[str, float]] = []
-    run_loss = torch.zeros((), device=device)  # accumulated on the device: no sync per step
-    run_right = torch.zeros((), device=device)
-    run_scored = torch.zeros((), device=device)
+    S = len(cfgs)
+    curves: list[list[dict[str, float]]] = [[] for _ in cfgs]
+    alive = list(range(S))  # the seeds still training, in stack order
+    results: list[RunResult | None] = [None] * S
+    run_loss = torch.zeros(S, device=device)  # accumulated on the device: no sync per step
+    run_right = torch.zeros(S, device=device)
+    run_scored = torch.zeros(S, device=device)
     tokens = 0
     start = time.perf_counter()
+    forward = StackedForward(models)
 
-    def diverged(reason: str) -> RunResult:
-        return RunResult(
-            **base, status="diverged", reason=reason, curve=curve, params=model.num_parameters(),
+    def diverge(s: int, reason: str) -> None:
+        results[s] = RunResult(
+            **bases[s], status="diverged", reason=reason, curve=curves[s], params=models[s].num_parameters(),
             seconds=time.perf_counter() - start, device=str(device), threads=torch.get_num_threads(),
         )  # fmt: skip
+        dead = {id(p) for p in models[s].parameters()}
+        for group in opt.param_groups:
+            group["params"] = [p for p in group["params"] if id(p) not in dead]
+        for p in models[s].parameters():
+            opt.state.pop(p, None)
 
     for step in range(t.steps):
-        batch = task.batch("train", t.batch_size, data_gen).to(device)
-        loss, correct, mask = batch_loss(model, batch, t.precision)
-        if step % 10 == 0 and not torch.isfinite(loss):  # checked every few steps: each check syncs
-            return diverged(f"non-finite loss at step {step}")
+        batches = [task.batch("train", t.batch_size, data_gens[s]).to(device) for s in alive]
+        inputs = torch.stack([b.inputs for b in batches])
+        segments = torch.stack([b.segments for b in batches]) if batches[0].segments is not None else None
+        with autocast(t.precision, device):
+            logits = forward(inputs, segments)
+        loss, correct, mask = _stacked_loss(logits, batches)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
-        if step % 10 == 0 and not torch.isfinite(grad_norm):
-            return diverged(f"non-finite gradient at step {step}")
+        loss.sum().backward()  # seeds share no parameter: each gets the gradient of its own loss
+        norms = clip_per_seed([seed_params[s] for s in alive], t.grad_clip)  # (S,)
+        if step % 10 == 0:  # checked every few steps: each check syncs
+            bad = ((~torch.isfinite(loss)) | (~torch.isfinite(norms))).tolist()
+            if any(bad):
+                finite = torch.isfinite(loss).tolist()
+                for i, s in enumerate(alive):
+                    if bad[i]:
+                        diverge(s, f"non-finite {'loss' if not finite[i] else 'gradient'} at step {step}")
+                keep = torch.tensor([i for i, b in enumerate(bad) if not b], device=device, dtype=torch.long)
+                loss, correct, mask = loss[keep], correct[keep], mask[keep]
+                run_loss, run_right, run_scored = run_loss[keep], run_right[keep], run_scored[keep]
+                alive = [s for s, b in zip(alive, bad, strict=True) if not b]
+                if not alive:
+                    break
+                forward = StackedForward([models[s] for s in alive])  # the survivors step on as they would alone
         opt.step()
         sched.step()
-        tokens += batch.inputs.shape[0] * batch.inputs.shape[1]
+        tokens += batches[0].inputs.shape[0] * batches[0].inputs.shape[1]
         run_loss += loss.detach()
-        run_right += (correct & mask).sum()
-        run_scored += mask.sum()
+        run_right += (correct & mask).sum(1)
+        run_scored += mask.sum(1)
         if (step + 1) % every == 0 or step + 1 == t.steps:
             k = (step % every) + 1
-            acc = float(run_right) / max(float(run_scored), 1.0)
-            curve.append({"step": step + 1, "loss": float(run_loss) / k, "acc": acc})
+            losses = (run_loss / k).tolist()
+            accs = (run_right / run_scored.clamp(min=1.0)).tolist()
+            for i, s in enumerate(alive):
+                curves[s].append({"step": step + 1, "loss": losses[i], "acc": accs[i]})
             for acc_t in (run_loss, run_right, run_scored):
                 acc_t.zero_()
         if on_step is not None:
             on_step(step + 1, t.steps)
     train_seconds = time.perf_counter() - start
-    if not all(math.isfinite(c["loss"]) for c in curve):
-        return diverged("non-finite training loss")
+    for s in alive:
+        cfg, model = cfgs[s], models[s]
+        if not all(math.isfinite(c["loss"]) for c in curves[s]):
+            diverge(s, "non-finite training loss")
+            continue
+        results[s] = _finish(cfg, model, task, curves[s], checkpoints[s], device, bases[s])
+        results[s].tokens_per_s = tokens * len(alive) / train_seconds / len(alive)
+    wall = time.perf_counter() - start
+    for r in results:  # each seed's share of the group's wall time
+        assert r is not None
+        r.seconds = wall / S
+    return [r for r in results if r is not None]
+
+
+def _finish(
+    cfg: RunConfig,
+    model: Transformer,
+    task: Task,
+    curve: list[dict[str, float]],
+    checkpoint: str | Path | None,
+    device: torch.device,
+    base: dict,
+) -> RunResult:
+    """Evaluate one trained seed (alone, as every analysis reads it) and save its checkpoint."""
+    t = cfg.train
     evals: dict[str, dict[str, float]] = {}
     for n in task.eval_sizes():
         gen = torch.Generator().manual_seed(1_000_003 * (cfg.seed + 1) + n)
@@ -247,11 +368,18 @@ def _train(
         curve=curve,
         params=model.num_parameters(),
         flops_per_token=model.flops_per_token(task.seq_len(task.n)),
-        tokens_per_s=tokens / train_seconds,
-        seconds=time.perf_counter() - start,
         device=str(device),
         threads=torch.get_num_threads(),
     )
 
 
-__all__ = ["RunResult", "autocast", "bf16_supported", "evaluate", "train_run", "versions"]
+__all__ = [
+    "ENGINE",
+    "RunResult",
+    "autocast",
+    "bf16_supported",
+    "evaluate",
+    "train_group",
+    "train_run",
+    "versions",
+]

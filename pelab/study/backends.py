@@ -1,11 +1,12 @@
-"""Where runs execute. The local backend: one fresh process per run, N at a time.
+"""Where runs execute. The local backend: one fresh process per group, N at a time.
 
-A process per run (forked from a forkserver that has already imported torch, so
-starting one is cheap) means the driver always knows which run a dead worker was
-doing: a worker killed by a signal makes exactly that run ``failed``, and the
-study goes on. Workers ignore SIGINT (the driver decides what Ctrl-C means) and
-hold a "lifeline" pipe to the driver: if the driver dies, even by SIGKILL, the
-pipe reaches EOF and the worker exits instead of training for nobody.
+A group is one arm's seeds, trained as one stacked computation (``pelab.study.groups``). A process per
+group (forked from a forkserver that has already imported torch, so starting one is cheap) means the driver
+always knows which runs a dead worker was doing: a worker killed by a signal makes exactly its group's runs
+``failed`` (none of them was stored yet: a group's runs are stored when it returns), and the study goes on.
+Workers ignore SIGINT (the driver decides what Ctrl-C means) and hold a
+"lifeline" pipe to the driver: if the driver dies, even by SIGKILL, the pipe reaches EOF and the worker exits
+instead of training for nobody.
 """
 
 from __future__ import annotations
@@ -50,26 +51,28 @@ def _watch_lifeline(lifeline: Connection) -> None:
 
 
 def _worker(
-    cfg_json: str,
+    cfgs_json: list[str],
     device: str,
     threads: int,
-    checkpoint: str | None,
+    checkpoints: list[str | None],
     results: Connection,
     lifeline: Connection,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
-    from pelab.train import train_run
+    from pelab.train import train_group
 
-    result = train_run(RunConfig.model_validate_json(cfg_json), device=device, threads=threads, checkpoint=checkpoint)
-    result.host = platform.node()
-    results.send(result.model_dump_json())
+    cfgs = [RunConfig.model_validate_json(c) for c in cfgs_json]
+    out = train_group(cfgs, device=device, threads=threads, checkpoints=checkpoints)
+    for result in out:
+        result.host = platform.node()
+    results.send([r.model_dump_json() for r in out])
     results.close()
 
 
 @dataclass
 class _Running:
-    cfg: RunConfig
+    cfgs: list[RunConfig]
     process: mp.process.BaseProcess
     results: Connection
     lifeline: Connection
@@ -77,7 +80,7 @@ class _Running:
 
 
 def run_local(
-    runs: Iterable[RunConfig],
+    groups: Iterable[list[RunConfig]],
     on_result: OnResult,
     workers: int = 1,
     threads: int | None = None,
@@ -85,43 +88,45 @@ def run_local(
     checkpoint_dir: str | Path | None = None,
     devices: list[str] | None = None,
 ) -> None:
-    """Run every config, ``workers`` at a time, calling ``on_result`` in this process as each ends.
+    """Train every group (one arm's seeds, ``pelab.study.groups``), ``workers`` at a time, calling ``on_result``
+    in this process for each run as its group ends.
 
     ``devices``: one device per worker slot (``device_slots``: several runs per GPU); a run takes a free slot's
     device and gives it back when it ends. Without it every run gets ``device``."""
     ctx = forkserver.context()
     free = list(devices) if devices else [device] * workers
     threads = threads or default_threads(len(free))
-    pending = list(runs)
+    pending = [list(g) for g in groups]
     running: list[_Running] = []
     try:
         while pending or running:
             while pending and free:
-                cfg = pending.pop(0)
+                cfgs = pending.pop(0)
                 slot = free.pop(0)
                 res_r, res_w = ctx.Pipe(duplex=False)
                 life_r, life_w = ctx.Pipe(duplex=False)
-                ckpt = str(checkpoint_file(checkpoint_dir, cfg.run_id)) if checkpoint_dir else None
+                ckpts = [str(checkpoint_file(checkpoint_dir, c.run_id)) if checkpoint_dir else None for c in cfgs]
                 p = ctx.Process(
                     target=_worker,
-                    args=(cfg.model_dump_json(), slot, threads, ckpt, res_w, life_r),
-                    name=f"pelab-run-{cfg.run_id}",
+                    args=([c.model_dump_json() for c in cfgs], slot, threads, ckpts, res_w, life_r),
+                    name=f"pelab-run-{cfgs[0].run_id}" + (f"+{len(cfgs) - 1}" if len(cfgs) > 1 else ""),
                     daemon=True,
                 )
                 p.start()
                 res_w.close()
                 life_r.close()
-                running.append(_Running(cfg, p, res_r, life_w, slot))
+                running.append(_Running(cfgs, p, res_r, life_w, slot))
             wait([r.results for r in running] + [r.process.sentinel for r in running], timeout=5.0)
             for r in list(running):
-                result = _collect(r)
-                if result is not None:
+                results = _collect(r)
+                if results is not None:
                     running.remove(r)
                     free.append(r.device)
                     r.process.join(timeout=5)
                     r.results.close()
                     r.lifeline.close()
-                    on_result(r.cfg, result)
+                    for cfg, result in zip(r.cfgs, results, strict=True):
+                        on_result(cfg, result)
     finally:
         for r in running:  # interrupted: stop the workers, store nothing half-done
             r.lifeline.close()
@@ -130,11 +135,11 @@ def run_local(
             r.process.join(timeout=5)
 
 
-def _collect(r: _Running) -> RunResult | None:
-    """The run's result if it has ended one way or another, else None."""
+def _collect(r: _Running) -> list[RunResult] | None:
+    """The group's results, one per run in order, if it has ended one way or another, else None."""
     if r.results.poll():
         try:
-            return RunResult.model_validate_json(r.results.recv())
+            return [RunResult.model_validate_json(x) for x in r.results.recv()]
         except EOFError:
             pass
     elif r.process.is_alive():
@@ -142,9 +147,12 @@ def _collect(r: _Running) -> RunResult | None:
     r.process.join(timeout=5)
     code = r.process.exitcode
     how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-    return RunResult(
-        run_id=r.cfg.run_id,
-        status="failed",
-        reason=f"worker process died ({how}) before returning",
-        host=platform.node(),
-    )
+    return [
+        RunResult(
+            run_id=c.run_id,
+            status="failed",
+            reason=f"worker process died ({how}) before returning",
+            host=platform.node(),
+        )
+        for c in r.cfgs
+    ]

@@ -22,6 +22,7 @@ from pelab.records import RunResult
 from pelab.study.backends import OnResult, default_threads, device_slots, run_local
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
+from pelab.study.groups import stack_groups, unstacked_arms
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
 from pelab.study.store import Store, StudyLock
 
@@ -131,7 +132,7 @@ def run_study(
         counts = {"failed": 0, "diverged": 0}
         start = time.perf_counter()
         chosen = _backend(backend, address, workers, threads, device, ckpt_dir, retries, pending, runs_per_gpu)
-        with chosen as (where, execute):
+        with chosen as (where, execute, slots):
             if not quiet:
                 console.print(
                     f"study [bold]{escape(study.name)}[/]: {len(study.runs)} runs, {skipped} already stored, "
@@ -139,6 +140,8 @@ def run_study(
                 )
                 if pending:
                     console.print(expected_line(pending, backend, workers, device))
+                    for why, n in _unstacked(pending).items():
+                        console.print(f"{n} arm(s) train one seed at a time ({why}); the rest train stacked")
             with _progress(console, quiet) as progress:
                 task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="")
 
@@ -151,7 +154,7 @@ def run_study(
                     bad = counts["failed"] + counts["diverged"]
                     progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "")
 
-                execute(pending, on_result)
+                execute(stack_groups(pending, slots), on_result)
         elapsed = time.perf_counter() - start
         previous = float(store.meta("study_seconds") or 0.0)
         store.set_meta(study_seconds=f"{previous + elapsed:.0f}")
@@ -165,7 +168,15 @@ def run_study(
         )
 
 
-Execute = Callable[[list[RunConfig], OnResult], None]
+Execute = Callable[[list[list[RunConfig]], OnResult], None]
+
+
+def _unstacked(pending: list[RunConfig]) -> dict[str, int]:
+    """How many arms train one seed at a time, by reason."""
+    counts: dict[str, int] = {}
+    for why in unstacked_arms(pending).values():
+        counts[why] = counts.get(why, 0) + 1
+    return counts
 
 
 @contextmanager
@@ -179,8 +190,9 @@ def _backend(
     retries: int,
     pending: list[RunConfig],
     runs_per_gpu: int | None = None,
-) -> Iterator[tuple[str, Execute]]:
-    """Where the runs will go (in words, for the opening line) and the function that sends them there."""
+) -> Iterator[tuple[str, Execute, int]]:
+    """Where the runs will go (in words, for the opening line), the function that sends them there, and how many
+    groups run at once (so a study has at least that many groups where its runs allow)."""
     if backend == "local":
         slots = _gpu_slots(device, pending, runs_per_gpu, workers)
         if slots:
@@ -192,15 +204,19 @@ def _backend(
                 f"({len(slots)} local worker(s) x {threads} thread(s))"
             )
             run = partial(run_local, threads=threads, device=device, checkpoint_dir=checkpoint_dir, devices=slots)
-            yield where, run
+            yield where, run, len(slots)
             return
         workers = workers or os.cpu_count() or 1
         threads = threads or default_threads(workers)
         where = f"{workers} local worker(s) x {threads} thread(s)"
-        yield where, partial(run_local, workers=workers, threads=threads, device=device, checkpoint_dir=checkpoint_dir)
+        yield (
+            where,
+            partial(run_local, workers=workers, threads=threads, device=device, checkpoint_dir=checkpoint_dir),
+            workers,
+        )
         return
     if not pending:  # nothing to run: no reason to start or join a cluster
-        yield "Ray (nothing to do)", lambda runs, on_result: None
+        yield "Ray (nothing to do)", lambda groups, on_result: None, 1
         return
     threads = threads or 1
     with connect(address) as cluster:
@@ -220,6 +236,7 @@ def _backend(
                 retries=retries,
                 runs_per_gpu=runs_per_gpu or 1,
             ),
+            workers or max(1, int(cluster.cpus // threads)),
         )
 
 

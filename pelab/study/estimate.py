@@ -18,31 +18,47 @@ from collections.abc import Sequence
 from pelab.config import RunConfig
 from pelab.tasks import make_task
 
-#: start-up s, s per step, s per 1e5 training tokens, s per 1e11 training forward FLOPs (one core)
-CPU_FIT = (0.241, 1.858e-3, 1.317, 3.175)
+#: Seconds of one stacked group of S seeds on one CPU core (``pelab.train.train_group``):
+#:     start-up + steps x (per-step + S x per-seed-step) + S x (per 1e5 training tokens + per 1e11 FLOPs),
+#: constants in that order. A run alone is a group of one.
+CPU_FIT = (0.241, 1.858e-3, 0.0, 1.317, 3.175)
 
 
-def run_seconds(cfg: RunConfig) -> float:
-    """Estimated seconds of one run on one CPU core."""
+def group_seconds(group: Sequence[RunConfig]) -> float:
+    """Estimated seconds of one group (one arm's seeds, stacked) on one CPU core."""
     from pelab.model import body_flops_per_token
 
+    cfg, S = group[0], len(group)
     task = make_task(cfg.task)
     seq = task.seq_len(task.n)
     tokens = cfg.train.steps * cfg.train.batch_size * seq
     flops = tokens * body_flops_per_token(cfg.model, seq)
-    c0, c_step, c_tok, c_flop = CPU_FIT
-    return c0 + c_step * cfg.train.steps + c_tok * tokens / 1e5 + c_flop * flops / 1e11
+    c0, c_step, c_seed_step, c_tok, c_flop = CPU_FIT
+    return c0 + cfg.train.steps * (c_step + S * c_seed_step) + S * (c_tok * tokens / 1e5 + c_flop * flops / 1e11)
+
+
+def run_seconds(cfg: RunConfig) -> float:
+    """Estimated seconds of one run alone on one CPU core."""
+    return group_seconds([cfg])
 
 
 def study_seconds(runs: Sequence[RunConfig], workers: int | None = None) -> float:
-    """Estimated wall seconds of ``runs`` on ``workers`` CPU workers (default: one per core): longest runs first
-    on the least-loaded worker, as a work queue would spread them."""
+    """Estimated wall seconds of ``runs`` on ``workers`` CPU workers (default: one per core): grouped as the
+    driver groups them (``pelab.study.groups``), longest groups first on the least-loaded worker, as a work
+    queue would spread them."""
+    from pelab.study.groups import stack_groups
+
     workers = max(1, workers or os.cpu_count() or 1)
-    load = [0.0] * workers
-    for s in sorted((run_seconds(r) for r in runs), reverse=True):
+    return spread([group_seconds(g) for g in stack_groups(runs, workers)], workers)
+
+
+def spread(seconds: Sequence[float], workers: int) -> float:
+    """Wall seconds of jobs taking ``seconds`` on ``workers``: longest first on the least-loaded worker."""
+    load = [0.0] * max(1, workers)
+    for s in sorted(seconds, reverse=True):
         i = load.index(min(load))
         load[i] += s
-    return max(load) if runs else 0.0
+    return max(load) if seconds else 0.0
 
 
 def describe(seconds: float) -> str:
@@ -53,4 +69,4 @@ def describe(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-__all__ = ["CPU_FIT", "describe", "run_seconds", "study_seconds"]
+__all__ = ["CPU_FIT", "describe", "group_seconds", "run_seconds", "spread", "study_seconds"]

@@ -1,7 +1,7 @@
-"""Where runs execute, on a Ray cluster: one Ray task per run, the driver still the only writer.
+"""Where runs execute, on a Ray cluster: one Ray task per group, the driver still the only writer.
 
-A task is the same pure function as a local worker: it trains one config and
-returns the result, plus the checkpoint's bytes (a remote node cannot write into
+A task is the same pure function as a local worker: it trains one group (one arm's seeds, stacked:
+``pelab.study.groups``) and returns each run's result, plus its checkpoint's bytes (a remote node cannot write into
 the driver's study folder), and the driver stores both. What Ray adds is
 placement across machines and recovery from lost machines:
 
@@ -132,17 +132,23 @@ def _probe() -> dict[str, str]:
     return {**versions(), "node": _node_name()}
 
 
-def _train_task(cfg_json: str, device: str, threads: int, want_checkpoint: bool) -> tuple[str, bytes | None]:
-    """One run on whichever node Ray chose; returns the result and the checkpoint's bytes."""
-    from pelab.train import train_run
+def _train_task(
+    cfgs_json: list[str], device: str, threads: int, want_checkpoint: bool
+) -> list[tuple[str, bytes | None]]:
+    """One group on whichever node Ray chose; returns each run's result and its checkpoint's bytes."""
+    from pelab.train import train_group
 
-    cfg = RunConfig.model_validate_json(cfg_json)
+    cfgs = [RunConfig.model_validate_json(c) for c in cfgs_json]
+    out = []
     with tempfile.TemporaryDirectory(prefix="pelab-") as tmp:
-        ckpt = Path(tmp) / "model.safetensors" if want_checkpoint else None
-        result = train_run(cfg, device=device, threads=threads, checkpoint=ckpt)
-        blob = ckpt.read_bytes() if ckpt is not None and ckpt.exists() else None
-    result.host = _node_name()
-    return result.model_dump_json(), blob
+        ckpts = [Path(tmp) / f"{c.run_id}.safetensors" if want_checkpoint else None for c in cfgs]
+        for result, ckpt in zip(
+            train_group(cfgs, device=device, threads=threads, checkpoints=ckpts), ckpts, strict=True
+        ):
+            blob = ckpt.read_bytes() if ckpt is not None and ckpt.exists() else None
+            result.host = _node_name()
+            out.append((result.model_dump_json(), blob))
+    return out
 
 
 def check_nodes(cluster: Cluster) -> None:
@@ -194,7 +200,7 @@ def gpu_share(use_gpu: bool, runs_per_gpu: int) -> float:
 
 
 def run_ray(
-    runs: Iterable[RunConfig],
+    groups: Iterable[list[RunConfig]],
     on_result: OnResult,
     cluster: Cluster,
     workers: int | None = None,
@@ -204,8 +210,8 @@ def run_ray(
     retries: int = DEFAULT_RETRIES,
     runs_per_gpu: int = 1,
 ) -> None:
-    """Run every config as a Ray task, at most ``workers`` in flight (default: all, Ray queues them by CPUs).
-    On GPUs each run reserves 1/``runs_per_gpu`` of one, so that many share it."""
+    """Run every group (one arm's seeds) as a Ray task, at most ``workers`` in flight (default: all, Ray queues
+    them by CPUs). On GPUs each group reserves 1/``runs_per_gpu`` of one, so that many share it."""
     import ray
 
     use_gpu = device.startswith("cuda") or (device == "auto" and cluster.gpus > 0)
@@ -220,20 +226,20 @@ def run_ray(
         num_cpus=threads, num_gpus=gpu_share(use_gpu, runs_per_gpu), max_retries=retries, retry_exceptions=False
     )
     run_device = "cuda" if use_gpu else "cpu"  # Ray's CUDA_VISIBLE_DEVICES makes "cuda" the task's own GPU
-    pending = list(runs)
+    pending = [list(g) for g in groups]
     limit = workers or max(1, len(pending))
-    inflight: dict[Any, RunConfig] = {}
+    inflight: dict[Any, list[RunConfig]] = {}
     # If this loop is interrupted (Ctrl-C), nothing half-done is stored, and leaving Ray ends the job's tasks:
     # ``connect`` shuts down an instance it started, and a cluster drops a departed driver's tasks. No
     # ray.cancel(force=True): cancelling a task as it completes can abort the driver inside Ray's core
     # ("Tried to complete task that was not pending", seen with Ray 2.60 in 1 of 8 Ctrl-Cs).
     while pending or inflight:
         while pending and len(inflight) < limit:
-            cfg = pending.pop(0)
-            ref = task.options(**options, name=f"pelab-run-{cfg.run_id}").remote(
-                cfg.model_dump_json(), run_device, threads, checkpoint_dir is not None
+            cfgs = pending.pop(0)
+            ref = task.options(**options, name=f"pelab-run-{cfgs[0].run_id}").remote(
+                [c.model_dump_json() for c in cfgs], run_device, threads, checkpoint_dir is not None
             )
-            inflight[ref] = cfg
+            inflight[ref] = cfgs
         try:
             done, _ = ray.wait(list(inflight), num_returns=1, timeout=5.0)
         except ray.exceptions.RayError as e:  # the cluster itself is gone (its head, or our link to it)
@@ -241,20 +247,26 @@ def run_ray(
                 f"address: lost the Ray cluster ({_first_line(e)}); run the same command again to resume"
             ) from None
         for ref in done:
-            cfg = inflight.pop(ref)
-            on_result(cfg, _collect(ray, ref, cfg, checkpoint_dir, retries))
+            cfgs = inflight.pop(ref)
+            for cfg, result in zip(cfgs, _collect(ray, ref, cfgs, checkpoint_dir, retries), strict=True):
+                on_result(cfg, result)
 
 
-def _collect(ray: Any, ref: Any, cfg: RunConfig, checkpoint_dir: str | Path | None, retries: int) -> RunResult:
-    failed = dict(run_id=cfg.run_id, status="failed", host=platform.node())
+def _collect(
+    ray: Any, ref: Any, cfgs: list[RunConfig], checkpoint_dir: str | Path | None, retries: int
+) -> list[RunResult]:
+    def failed(reason: str) -> list[RunResult]:
+        return [RunResult(run_id=c.run_id, status="failed", host=platform.node(), reason=reason) for c in cfgs]
+
     try:
-        result_json, blob = ray.get(ref)
-    except ray.exceptions.RayTaskError as e:  # raised inside the task: the run's own fault, not retried
-        return RunResult(**failed, reason=f"Ray task raised {_first_line(e)}")
+        out = ray.get(ref)
+    except ray.exceptions.RayTaskError as e:  # raised inside the task: the runs' own fault, not retried
+        return failed(f"Ray task raised {_first_line(e)}")
     except ray.exceptions.RayError as e:  # its worker or node died, and kept dying
-        return RunResult(**failed, reason=f"lost after {retries} retries: {_first_line(e)}")
-    result = RunResult.model_validate_json(result_json)
-    if blob is not None and checkpoint_dir is not None:
-        path = checkpoint_file(checkpoint_dir, cfg.run_id)
-        write_atomic(path, blob)  # a checkpoint is whole or absent, like its row
-    return result
+        return failed(f"lost after {retries} retries: {_first_line(e)}")
+    results = []
+    for cfg, (result_json, blob) in zip(cfgs, out, strict=True):
+        results.append(RunResult.model_validate_json(result_json))
+        if blob is not None and checkpoint_dir is not None:
+            write_atomic(checkpoint_file(checkpoint_dir, cfg.run_id), blob)  # whole or absent, like its row
+    return results

@@ -1,0 +1,113 @@
+"""Several seeds of one arm as one computation: the Transformer's blocks run on weights stacked along a
+leading seed dimension, so S models cost about one model's operator calls.
+
+Legend of dimension letters (as in ``pelab.model``): S seeds, B batch, T sequence, C model width, H heads,
+E head width, F feed-forward width, V output classes, N = B·T rows.
+
+Why this shape. At pelab's sizes (d = 16..128) a training step is dominated by the cost of each operator
+call, not by arithmetic, so a stack of S seeds trains in little more time than one. The parameters stay
+the seeds' own ``Transformer`` modules, one per seed, with their own initialisation from their own seed:
+each step stacks the block weights (a copy of a few hundred kilobytes), and gradients flow back through
+the stack to each seed's parameters. So the optimiser, gradient clipping, evaluation and checkpoints see
+ordinary per-seed models, exactly as a run alone would.
+
+What makes a seed's numbers independent of its neighbours: every operation here either acts on one seed's
+slice alone (``bmm``, whose batch entries are separate matrix products; attention, whose seeds are folded
+into the batch) or is elementwise; reductions run over a seed's own rows (``tests/test_stacked.py`` checks
+that seed 3 alone, in a stack of 3 and in a stack of 5 gives the same numbers bit for bit). The input side
+(token, segment and position vectors, a combiner's own parameters, a scheme's attention bias) differs per
+scheme and combiner and costs a handful of calls, so it runs per seed through each model's own modules,
+which is what keeps every scheme and combiner stackable without a second implementation of any of them.
+
+This is the one training computation: a run alone is a stack of one. Evaluation and analyses read the
+per-seed ``Transformer`` as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from pelab.model import Transformer, attend
+
+
+def _stack(tensors: Sequence[Tensor]) -> Tensor:
+    return torch.stack(list(tensors))  # (S, ...)
+
+
+def _layer_norm(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """x (S, N, C); weight, bias (S, C): each seed's affine after a shared normalisation."""
+    return F.layer_norm(x, x.shape[-1:]) * weight[:, None, :] + bias[:, None, :]
+
+
+def _linear(x: Tensor, weight: Tensor) -> Tensor:
+    """x (S, N, in); weight (S, out, in) as nn.Linear stores it -> (S, N, out)."""
+    return torch.bmm(x, weight.transpose(1, 2))
+
+
+def _drop(x: Tensor, p: float) -> Tensor:
+    return F.dropout(x, p) if p > 0 else x
+
+
+class StackedForward:
+    """The forward pass of S ``Transformer``s that share a config (they differ only in seed).
+
+    Holds no parameters of its own: ``__call__`` reads the models' current parameters, so an optimiser
+    stepping the models is all training needs.
+    """
+
+    def __init__(self, models: Sequence[Transformer]) -> None:
+        if not models:
+            raise ValueError("a stack needs at least one model")
+        cfg = models[0].cfg
+        if any(m.cfg != cfg for m in models):
+            raise ValueError("a stack holds models of one config")
+        if cfg.dropout > 0 and len(models) > 1:
+            raise ValueError("dropout draws from the global generator: seeds with dropout train one at a time")
+        self.models = list(models)
+        self.cfg = cfg
+
+    def __call__(self, inputs: Tensor, segments: Tensor | None = None) -> Tensor:
+        """inputs (S, B, T) ids or (S, B, T, P) vectors; segments (S, B, T) or None -> logits (S, B, T, V)
+        for a token head, (S, B, V) for a pooled one."""
+        S, B, T = inputs.shape[:3]
+        assert S == len(self.models), "one input batch per model"
+        first = self.models[0]
+        positions = torch.arange(T, device=inputs.device)
+        xs, biases = [], []
+        for s, m in enumerate(self.models):  # the input side, per seed: each scheme and combiner as it is
+            m.scheme.check_length(T)
+            m.embed.combiner.check_length(T)
+            table = m.scheme.table(positions) if "position" in m.embed.combiner.widths.sides else None
+            xs.append(m.embed(inputs[s], table, None if segments is None else segments[s], positions).combined)
+            biases.append(m.attention_bias(positions))
+        x = _stack(xs)  # (S, B, T, C)
+        C = x.shape[-1]
+        H = self.cfg.n_heads
+        E = C // H
+        bias = None
+        if biases[0] is not None:  # (S, H, T, T) -> one per folded batch row: (S·B, H, T, T)
+            bias = _stack(biases)[:, None].expand(S, B, H, T, T).reshape(S * B, H, T, T)
+        causal = first.causal and bias is None
+        p = self.cfg.dropout if first.training else 0.0  # only a stack of one has any (see __init__)
+        x = x.reshape(S, B * T, C)  # (S, N, C)
+        for i in range(len(first.blocks)):
+            blocks = [m.blocks[i] for m in self.models]
+            h = _layer_norm(x, _stack([b.ln1.weight for b in blocks]), _stack([b.ln1.bias for b in blocks]))
+            qkv = _linear(h, _stack([b.attn.qkv.weight for b in blocks]))  # (S, N, 3C)
+            qkv = qkv.view(S * B, T, 3, H, E).permute(2, 0, 3, 1, 4)  # (3, S·B, H, T, E)
+            q, k = first.scheme.rotate(qkv[0], qkv[1], positions)  # rotations carry no parameters
+            y = attend(q, k, qkv[2], bias, causal, p)  # (S·B, H, T, E)
+            y = y.transpose(1, 2).reshape(S, B * T, C)
+            x = x + _drop(_linear(y, _stack([b.attn.out.weight for b in blocks])), p)
+            h = _layer_norm(x, _stack([b.ln2.weight for b in blocks]), _stack([b.ln2.bias for b in blocks]))
+            h = F.gelu(_linear(h, _stack([b.mlp[0].weight for b in blocks])))  # (S, N, F)
+            x = x + _drop(_linear(h, _stack([b.mlp[2].weight for b in blocks])), p)
+        x = _layer_norm(x, _stack([m.ln_f.weight for m in self.models]), _stack([m.ln_f.bias for m in self.models]))
+        if self.cfg.head == "pool":
+            x = x.view(S, B, T, C).mean(dim=2)  # (S, B, C)
+            return _linear(x, _stack([m.head.weight for m in self.models]))  # (S, B, V)
+        return _linear(x, _stack([m.head.weight for m in self.models])).view(S, B, T, -1)  # (S, B, T, V)

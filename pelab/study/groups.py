@@ -1,0 +1,56 @@
+"""Runs that train together: the seeds of one arm, as one stacked computation (``pelab.train.train_group``).
+
+A group is the runs of a study that differ only in seed (``RunConfig.arm_id``). A seed's numbers do not
+depend on which seeds share its stack, so how runs are grouped is a matter of speed alone: groups are capped
+(``MAX_STACK``, memory), ordered longest first so a work queue spreads them evenly, and split further when
+there are fewer groups than workers, so no core waits while one trains a whole arm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pelab.config import RunConfig
+
+#: The most seeds one stack holds: past about 8, a stack is no cheaper per seed (bench/study.py), and memory
+#: grows with every seed.
+MAX_STACK = 8
+
+
+def unstackable(cfg: RunConfig) -> str | None:
+    """Why this run's seeds must train one at a time, or None. Dropout draws its masks from the global
+    generator in the order a stack runs, so a seed's masks would depend on its neighbours."""
+    if cfg.model.dropout > 0:
+        return "dropout > 0"
+    return None
+
+
+def stack_groups(runs: Sequence[RunConfig], workers: int = 1, most: int = MAX_STACK) -> list[list[RunConfig]]:
+    """``runs`` as groups of one arm's seeds: at most ``most`` each, at least ``workers`` groups where the runs
+    allow it, the costliest first (by ``pelab.study.estimate``)."""
+    from pelab.study.estimate import group_seconds
+
+    arms: dict[str, list[RunConfig]] = {}
+    singles: list[list[RunConfig]] = []
+    for r in runs:
+        if unstackable(r) is not None:
+            singles.append([r])
+        else:
+            arms.setdefault(r.arm_id, []).append(r)
+    groups = [seeds[i : i + most] for seeds in arms.values() for i in range(0, len(seeds), most)] + singles
+    while len(groups) < workers and any(len(g) > 1 for g in groups):
+        g = max((g for g in groups if len(g) > 1), key=len)
+        groups.remove(g)
+        half = (len(g) + 1) // 2
+        groups += [g[:half], g[half:]]
+    return sorted(groups, key=group_seconds, reverse=True)
+
+
+def unstacked_arms(runs: Sequence[RunConfig]) -> dict[str, str]:
+    """Arms whose seeds train one at a time, and why: ``pelab study`` says so before it starts."""
+    out: dict[str, str] = {}
+    for r in runs:
+        why = unstackable(r)
+        if why is not None:
+            out.setdefault(r.arm_id, why)
+    return out

@@ -1,0 +1,42 @@
+"""How a study's runs are grouped into stacks: one arm's seeds together, capped, split to feed every worker."""
+
+from __future__ import annotations
+
+from pelab.config import RunConfig
+from pelab.study.groups import MAX_STACK, stack_groups, unstacked_arms
+
+
+def _cfg(seed: int, scheme: str = "learned", dropout: float = 0.0, steps: int = 50) -> RunConfig:
+    return RunConfig.model_validate(
+        {"task": {"name": "reverse", "length": 6}, "model": {"d": 16, "n_heads": 2, "position": {"scheme": scheme},
+         "dropout": dropout}, "train": {"steps": steps}, "seed": seed}
+    )  # fmt: skip
+
+
+def test_one_arms_seeds_share_a_group_and_arms_do_not() -> None:
+    runs = [_cfg(s, scheme) for scheme in ("learned", "sinusoidal") for s in range(3)]
+    groups = stack_groups(runs, workers=1)
+    assert sorted(len(g) for g in groups) == [3, 3]
+    for g in groups:
+        assert len({r.arm_id for r in g}) == 1
+    assert sorted(r.run_id for g in groups for r in g) == sorted(r.run_id for r in runs)
+
+
+def test_groups_are_capped_and_split_so_every_worker_has_one() -> None:
+    runs = [_cfg(s) for s in range(MAX_STACK + 3)]
+    assert sorted(len(g) for g in stack_groups(runs, workers=1)) == [3, MAX_STACK]
+    assert sorted(len(g) for g in stack_groups(runs[:5], workers=2)) == [2, 3]
+    assert len(stack_groups(runs[:1], workers=4)) == 1  # one run cannot be split
+
+
+def test_costliest_group_first() -> None:
+    runs = [_cfg(s, steps=20) for s in range(2)] + [_cfg(s, "sinusoidal", steps=400) for s in range(2)]
+    groups = stack_groups(runs, workers=1)
+    assert groups[0][0].train.steps == 400
+
+
+def test_dropout_trains_one_seed_at_a_time_and_says_so() -> None:
+    runs = [_cfg(s, dropout=0.1) for s in range(3)]
+    assert [len(g) for g in stack_groups(runs, workers=1)] == [1, 1, 1]
+    assert list(unstacked_arms(runs).values()) == ["dropout > 0"]
+    assert unstacked_arms([_cfg(0)]) == {}

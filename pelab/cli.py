@@ -376,10 +376,27 @@ def _none_learned(out: Path, run_ids: set[str]) -> None:
     raise typer.Exit(1)
 
 
+def _older_runs_note(out: Path) -> None:
+    """One line when a folder mixes runs of two training computations: the report reads the current one's."""
+    from pelab.records import ENGINE
+    from pelab.study.store import Store
+
+    with Store(out, create=False) as store:
+        versions = [r["versions"] for r in store.rows() if r["status"] == "done"]
+    engines = [v.get("engine") if isinstance(v, dict) else None for v in versions]
+    older = sum(e != ENGINE for e in engines)
+    if older and older < len(engines):
+        console.print(
+            f"[yellow]{older} stored run(s) were trained by an older computation; the report leaves them out "
+            "(`pelab study` trains them again)[/]"
+        )
+
+
 def _report(out: Path) -> None:
     from pelab.report.build import build_report
     from pelab.report.console import summary_table
 
+    _older_runs_note(out)
     with console.status("analysing stored models and writing the report"):
         html_path, md_path, claims = build_report(out)
     summary_table(console, claims)

@@ -27,6 +27,13 @@ def sizes_in(keys: Iterable[str]) -> list[tuple[int, str]]:
     return sorted((int(m.group(1)), k) for m, k in found if m)
 
 
+#: The training computation, stored with every run (``versions["engine"]``). "stacked-1": every run trains
+#: through ``pelab.stacked`` (a run alone is a stack of one); runs stored before it (no "engine") trained one at a
+#: time, a computation whose numbers differ by round-off that training amplifies. Results of two computations are
+#: never mixed in one comparison: ``pelab study`` trains a run stored by another computation again.
+ENGINE = "stacked-1"
+
+
 class RunResult(BaseModel):
     """What a run produced; every number in a report traces back to one of these."""
 

@@ -26,7 +26,7 @@ from pelab.config import RunConfig
 from pelab.device import resolve_device
 from pelab.errors import PelabError
 from pelab.model import Transformer
-from pelab.records import RunResult, size_metric
+from pelab.records import ENGINE, RunResult, size_metric
 from pelab.tasks import Batch, Task, make_task
 
 
@@ -131,12 +131,6 @@ def lr_lambda(steps: int, warmup: float) -> Callable[[int], float]:
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
 
     return f
-
-
-#: The training computation, stored with every run (``versions()["engine"]``): results of two computations
-#: are never mixed in one comparison. "stacked-1": every run trains through ``pelab.stacked`` (a run alone is a
-#: stack of one), which moved each run's numbers within round-off of the per-run path before it.
-ENGINE = "stacked-1"
 
 
 def train_run(

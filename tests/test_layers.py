@@ -42,7 +42,8 @@ BEFORE = ROOT / "tests" / "data" / "before_layers"  # stored by pelab at 6273ba7
 
 def test_a_folder_stored_before_the_layers_moved_keeps_its_run_ids(tmp_path: Path) -> None:
     """Moving TaskConfig, the registries and the loaders changed no config's canonical JSON, so no run id: a
-    study folder written before resumes with nothing to run."""
+    study folder written before still names its runs. Its runs were trained one at a time, before stacked
+    training, so resuming trains them again with the current computation rather than mix the two."""
     import sqlite3
 
     from pelab.study.grid import parse_study
@@ -58,7 +59,10 @@ def test_a_folder_stored_before_the_layers_moved_keeps_its_run_ids(tmp_path: Pat
     cmd = [sys.executable, "-m", "pelab", "study", str(study), "--out", str(out), "--no-report", "--workers", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert f"{len(stored)} runs, {len(stored)} already stored, 0 to run" in r.stdout
+    assert f"{len(stored)} stored run(s) were trained by an older computation" in r.stdout
+    assert f"{len(stored)} runs, 0 already stored, {len(stored)} to run" in r.stdout
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert f"{len(stored)} runs, {len(stored)} already stored, 0 to run" in r.stdout, r.stdout
 
 
 def test_run_records_import_no_torch() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pelab.config import RunConfig
 from pelab.errors import PelabError
 from pelab.study.grid import parse_study
 from pelab.study.store import DB_NAME, StudyLock
@@ -171,7 +172,8 @@ def _depth(pid: int, root: int) -> int:
 
 
 def test_killed_worker_fails_its_run_and_the_study_goes_on(tmp_path: Path) -> None:
-    """A run's process killed mid-run: that run is stored as failed, the others finish, a restart retries it.
+    """A group's process killed mid-run: that group's runs (one arm's 2 seeds, trained stacked) are stored as
+    failed, the others finish, a restart retries them.
     Runs start from a fork server with torch preloaded, so a short run can end between being found and being
     killed: each run is long enough (1,500 steps, about a second), and a run that ended first is not the victim."""
     f = write_study(tmp_path, steps=1500)
@@ -196,10 +198,11 @@ def test_killed_worker_fails_its_run_and_the_study_goes_on(tmp_path: Path) -> No
     rows = db_rows(out)
     assert len(rows) == 12
     failed = [s for s, _ in rows.values() if s == "failed"]
-    assert len(failed) == 1
+    assert len(failed) == 2  # one group: one arm's two seeds
     with sqlite3.connect(out / DB_NAME) as conn:
-        (reason,) = conn.execute("SELECT reason FROM runs WHERE status = 'failed'").fetchone()
-    assert "signal 9" in reason
+        got = conn.execute("SELECT reason, config FROM runs WHERE status = 'failed'").fetchall()
+    assert all("signal 9" in reason for reason, _ in got)
+    assert len({RunConfig.model_validate_json(c).arm_id for _, c in got}) == 1
     r = pelab(*args)  # a restart retries the failed run
     assert r.returncode == 0 and all(s == "done" for s, _ in db_rows(out).values())
 

@@ -25,6 +25,7 @@ import torch
 import pelab
 from pelab.errors import PelabError
 from pelab.files import write_atomic
+from pelab.records import ENGINE
 from pelab.report import rates
 from pelab.report.catalog import all_claims
 from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, report_pool
@@ -75,6 +76,13 @@ def machine_facts() -> dict[str, str]:
     }
 
 
+def same_computation(rows: list[dict]) -> list[dict]:
+    """Rows of one training computation (``records.ENGINE``): where a folder holds runs of the current one and
+    of an older one (a resume cut short), the older are left out, never averaged in (the CLI says how many)."""
+    current = [r for r in rows if isinstance(r.get("versions"), dict) and r["versions"].get("engine") == ENGINE]
+    return current if current else rows
+
+
 def load_context(folder: Path) -> ReportContext:
     with Store(folder, create=False) as store:
         source = store.meta("study")
@@ -84,6 +92,7 @@ def load_context(folder: Path) -> ReportContext:
     study = parse_study(source)
     ids = {r.run_id for r in study.runs}
     rows = [r for r in rows if r["run_id"] in ids]
+    rows = same_computation(rows)
     if not rows:
         raise PelabError(f"out: {folder} has no finished runs of its study yet")
     frame = runs_frame(rows, floor=study.report["floor"])

@@ -18,7 +18,7 @@ from pelab.config import RunConfig
 from pelab.errors import PelabError
 from pelab.preflight import check_data, check_fits, check_gpu_share, machine_bytes
 from pelab.preflight import runs_per_gpu as default_runs_per_gpu
-from pelab.records import RunResult
+from pelab.records import ENGINE, RunResult
 from pelab.study.backends import OnResult, default_threads, device_slots, run_local
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
@@ -122,7 +122,8 @@ def run_study(
         if removed and not quiet:
             console.print(f"removed {removed} temporary file(s) left by an interrupted write")
         store.set_meta(study=study.source, name=study.name, **({"command": command} if command else {}))
-        finished = store.finished_ids()
+        finished = store.finished_ids(engine=ENGINE)
+        older = len({r.run_id for r in study.runs} & (store.finished_ids() - finished))
         pending = [r for r in study.runs if r.run_id not in finished]
         skipped = len(study.runs) - len(pending)
         ckpt_dir = None
@@ -138,6 +139,11 @@ def run_study(
                     f"study [bold]{escape(study.name)}[/]: {len(study.runs)} runs, {skipped} already stored, "
                     f"{len(pending)} to run on {where}"
                 )
+                if older:
+                    console.print(
+                        f"{older} stored run(s) were trained by an older computation (one run at a time); they are "
+                        f"trained again with {ENGINE}, so no comparison mixes the two"
+                    )
                 if pending:
                     console.print(expected_line(pending, backend, workers, device))
                     for why, n in _unstacked(pending).items():

@@ -106,10 +106,13 @@ class Store:
         return row[0] if row else None
 
     # --- runs ------------------------------------------------------------------------
-    def finished_ids(self, statuses: tuple[str, ...] = ("done", "diverged")) -> set[str]:
+    def finished_ids(self, statuses: tuple[str, ...] = ("done", "diverged"), engine: str | None = None) -> set[str]:
+        """Runs stored with one of ``statuses``; with ``engine``, only those trained by that computation
+        (``records.ENGINE``; rows from before it was recorded have none)."""
         marks = ",".join("?" * len(statuses))
-        rows = self.conn.execute(f"SELECT run_id FROM runs WHERE status IN ({marks})", statuses)
-        return {r[0] for r in rows}
+        rows = self.conn.execute(f"SELECT run_id, versions FROM runs WHERE status IN ({marks})", statuses)
+        return {r[0] for r in rows if engine is None or engine_of(r[1]) == engine}
+
 
     def write(self, cfg: RunConfig, result: RunResult) -> None:
         """One run, in one transaction."""
@@ -187,3 +190,12 @@ class StudyLock:
         if self.handle is not None:
             fcntl.flock(self.handle, fcntl.LOCK_UN)
             self.handle.close()
+
+
+def engine_of(versions_json: str | None) -> str | None:
+    """The computation a stored row names, or None (older rows, or a versions field that is not an object)."""
+    try:
+        versions = json.loads(versions_json or "{}")
+    except ValueError:
+        return None
+    return versions.get("engine") if isinstance(versions, dict) else None

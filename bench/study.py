@@ -1,11 +1,14 @@
-"""Study throughput: runs per minute of a fixed small grid with 1 and with 2 workers (on a GPU: against the
-number of runs sharing it), the share of a training step spent generating data, and (``--phases FOLDER``)
-where a finished study's time went: data, training, evaluation, analyses and report.
+"""Study throughput: seeds per CPU-minute, stacked (``pelab.train.train_group``) against one at a time (the
+per-run path stacking replaced, ``bench/reference_train.py``, and a stack of one), at quick's arm sizes, charlm
+and d=128; runs per minute of a fixed small grid with 1 and with 2 workers (on a GPU: against the number of runs
+sharing it); the share of a training step spent generating data; and (``--phases FOLDER``) where a finished
+study's time went: data, training, evaluation, analyses and report.
 
 A benchmark, not a test: it prints figures and asserts nothing. Ratios are against a
 reference measured in the same run (1 worker), since these machines are noisy.
 
     python bench/study.py [--steps 100] [--seeds 2] [--device cuda]
+    python bench/study.py --stacked [--repeats 3]      # seeds per CPU-minute only
     python bench/study.py --phases pelab-out/quick     # a finished study: its report is rebuilt in a copy
 """
 
@@ -56,6 +59,58 @@ def runs_per_minute(
         outcome = run_study(study, out, workers=workers, device=device, runs_per_gpu=runs_per_gpu, quiet=True)
         seconds = time.perf_counter() - start
     return 60 * outcome.ran / seconds, outcome.ran, seconds
+
+
+#: Arm sizes for seeds per CPU-minute: quick's (d=16..64), charlm at quick's and full's size (d=64, 64 bytes:
+#: the presets differ in steps, not size), and d=128 (paper's language models: 128 bytes of context).
+SIZES = {
+    "reverse d=32 (quick)": ({"name": "reverse", "length": 10}, {"d": 32, "position": {"scheme": "learned"}}, 32),
+    "sort d=16 (quick width)": ({"name": "sort", "length": 12, "vocab": 32}, {"d": 16}, 32),
+    "sort d=64 (quick width)": ({"name": "sort", "length": 12, "vocab": 32}, {"d": 64}, 32),
+    "dsort d=32 (quick)": ({"name": "dsort", "length": 5, "vocab": 8}, {"d": 32, "position": {"scheme": "alibi"},
+                                                                         "combine": "none"}, 32),
+    "charlm d=64 T=64 (quick, full)": ({"name": "charlm", "length": 64}, {"d": 64}, 32),
+    "charlm d=128 T=128 (paper)": ({"name": "charlm", "length": 128}, {"d": 128, "position": {"scheme": "rotary"},
+                                                                       "combine": "none"}, 32),
+}  # fmt: skip
+
+
+def seeds_per_minute(repeats: int = 3, steps: int = 60, stack: int = 5) -> None:
+    """Seeds per CPU-minute (one thread) of each size, three ways, interleaved so that drift in the machine's
+    speed hits them alike: the per-run path before stacking, a stack of one (today's single path), and a stack of
+    ``stack`` seeds. Training plus evaluation, as a study runs them; process start-up is left out."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reference_train", Path(__file__).with_name("reference_train.py"))
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)
+    from pelab.train import train_group
+
+    torch.set_num_threads(1)
+    print(f"seeds per CPU-minute, 1 thread, {steps} steps, median of {repeats} (ratios against the per-run path):")
+    print(f"  {'arm size':32s} {'per-run':>8s} {'stack of 1':>11s} {f'stack of {stack}':>11s}")
+    for label, (task, model, batch) in SIZES.items():
+        cfgs = [
+            RunConfig.model_validate({"task": task, "model": {"n_heads": 4, **model},
+                                      "train": {"steps": steps, "batch_size": batch, "eval_batches": 2}, "seed": s})
+            for s in range(stack)
+        ]  # fmt: skip
+        train_group(cfgs[:1])  # warm-up: data sets, corpus, kernels
+        times: dict[str, list[float]] = defaultdict(list)
+        for _ in range(repeats):
+            for how in ("per-run", "stack of 1", "stack"):
+                t0 = time.perf_counter()
+                if how == "per-run":
+                    reference.train_run(cfgs[0])
+                elif how == "stack of 1":
+                    train_group(cfgs[:1])
+                else:
+                    train_group(cfgs)
+                times[how].append((time.perf_counter() - t0) / (stack if how == "stack" else 1))
+        rate = {how: 60 / sorted(t)[len(t) // 2] for how, t in times.items()}
+        base = rate["per-run"]
+        print(f"  {label:32s} {base:8.1f} {rate['stack of 1']:6.1f} x{rate['stack of 1'] / base:.2f}"
+              f" {rate['stack']:6.1f} x{rate['stack'] / base:.2f}")  # fmt: skip
 
 
 def data_share(task_name: str, length: int, steps: int = 50, batch: int = 32) -> tuple[float, float]:
@@ -119,17 +174,30 @@ def phases(folder: Path) -> None:
     con.close()
 
 
+def cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--device", default="cpu", help="cpu, or cuda: runs/min against runs per GPU")
     ap.add_argument("--phases", type=Path, help="a finished study folder: where its time went")
+    ap.add_argument("--stacked", action="store_true", help="only seeds per CPU-minute, stacked against one at a time")
+    ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    print(f"cores: {os.cpu_count()}, torch {torch.__version__}")
+    print(f"cores: {os.cpu_count()}, torch {torch.__version__}, CPU: {cpu_name()}")
     if args.phases is not None:
         phases(args.phases)
         return
+    if args.device == "cpu":
+        seeds_per_minute(args.repeats)
+        if args.stacked:
+            return
     print(f"grid: 4 arms x {args.seeds} seeds, reverse n=12, d=32, {args.steps} steps each")
     base = None
     if args.device.startswith("cuda"):

@@ -78,7 +78,9 @@ def test_runs_take_and_give_back_slots(tmp_path) -> None:
     runs = [SMALL.model_copy(update={"seed": s}) for s in range(5)]
     results = {}
     # device="cuda" does not exist here: a run that took it instead of its slot's device would fail
-    run_local(runs, lambda cfg, r: results.setdefault(cfg.seed, r), device="cuda", devices=["cpu", "cpu"])
+    run_local(
+        [[r] for r in runs], lambda cfg, r: results.setdefault(cfg.seed, r), device="cuda", devices=["cpu", "cpu"]
+    )
     assert sorted(results) == list(range(5))
     assert all(r.status == "done" and r.device == "cpu" for r in results.values())
 

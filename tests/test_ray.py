@@ -310,7 +310,7 @@ def test_a_lost_node_after_retries_is_a_failed_run_naming_the_retries() -> None:
     from pelab.study.ray_backend import _collect
 
     cfg = _cfg()
-    result = _collect(_FakeRay(ray.exceptions.NodeDiedError("node 10.0.0.2 died")), "ref", cfg, None, retries=3)
+    (result,) = _collect(_FakeRay(ray.exceptions.NodeDiedError("node 10.0.0.2 died")), "ref", [cfg], None, retries=3)
     assert result.status == "failed" and result.run_id == cfg.run_id
     assert result.reason.startswith("lost after 3 retries: ") and "node 10.0.0.2 died" in result.reason
 
@@ -319,7 +319,7 @@ def test_an_exception_inside_the_task_is_a_failed_run_not_a_retry() -> None:
     from pelab.study.ray_backend import _collect
 
     err = ray.exceptions.RayTaskError("_train_task", "Traceback ...", ValueError("bad corpus"))
-    result = _collect(_FakeRay(err), "ref", _cfg(), None, retries=3)
+    (result,) = _collect(_FakeRay(err), "ref", [_cfg()], None, retries=3)
     assert result.status == "failed" and "ValueError: bad corpus" in result.reason
     assert "retries" not in result.reason
 
@@ -330,7 +330,7 @@ def test_a_result_and_its_checkpoint_are_stored_whole(tmp_path: Path) -> None:
 
     cfg = _cfg()
     sent = RunResult(run_id=cfg.run_id, status="done", metrics={"acc": 0.5}, host="n (10.0.0.2)")
-    result = _collect(_FakeRay(value=(sent.model_dump_json(), b"weights")), "ref", cfg, tmp_path, retries=3)
+    (result,) = _collect(_FakeRay(value=[(sent.model_dump_json(), b"weights")]), "ref", [cfg], tmp_path, retries=3)
     assert result == sent
     assert (tmp_path / f"{cfg.run_id}.safetensors").read_bytes() == b"weights"
     assert not list(tmp_path.glob("*.part"))
@@ -342,9 +342,9 @@ def test_cluster_too_small_or_without_gpus_is_refused_before_any_run() -> None:
 
     cluster = Cluster("x:1", False, ["10.0.0.1"], cpus=4, gpus=0, largest_node_cpus=2)
     with pytest.raises(PelabError, match=r"^threads: 3 per run, but the largest Ray node has 2 CPU\(s\)$"):
-        run_ray([_cfg()], lambda c, r: None, cluster, threads=3)
+        run_ray([[_cfg()]], lambda c, r: None, cluster, threads=3)
     with pytest.raises(PelabError, match=r"^device: 'cuda' asked for but the Ray cluster has no GPUs"):
-        run_ray([_cfg()], lambda c, r: None, cluster, device="cuda")
+        run_ray([[_cfg()]], lambda c, r: None, cluster, device="cuda")
 
 
 def test_bad_backend_options_are_one_line_errors(tmp_path: Path, study_file: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -397,8 +398,13 @@ def _report(out: Path) -> None:
     from pelab.report.console import summary_table
 
     _older_runs_note(out)
+    start = time.perf_counter()
+    if not console.is_terminal:  # a log file gets plain lines where a terminal gets a spinner
+        console.print("report: analysing stored models and writing the report", markup=False)
     with console.status("analysing stored models and writing the report"):
         html_path, md_path, claims = build_report(out)
+    if not console.is_terminal:
+        console.print(f"report: done in {time.perf_counter() - start:.0f} s", markup=False)
     summary_table(console, claims)
     console.print(f"report: [bold]{escape(str(html_path))}[/] (and {escape(md_path.name)}); open it in a browser")
 

@@ -97,15 +97,22 @@ def results_table(
         console.print(f"wrote {escape(str(csv))}")
 
 
-def summary_table(console: Console, claims: list) -> None:
-    """The report's summary in the terminal: claim, verdict, key figure."""
+#: The widest line ``summary_lines`` prints: a terminal's 100 columns, whatever the key figure's length.
+LINE = 100
 
-    t = Table(title="claims", title_justify="left")
-    t.add_column("claim")
-    t.add_column("verdict")
-    t.add_column("key figure")
+
+def summary_lines(claims: list) -> list[str]:
+    """One plain line a claim, at most ``LINE`` characters: its id, verdict and key figure (cut with '…'; the
+    report has it whole)."""
+    out = []
     for c in claims:
-        style = VERDICT_STYLE.get(c.verdict, "default")
         glyph = VERDICT_GLYPH.get(c.verdict, "·")
-        t.add_row(f"{c.id} {escape(c.title)}", f"[{style}]{glyph} {escape(c.verdict)}[/]", escape(c.key))
-    console.print(t)
+        line = f"{c.id:<4}{glyph} {c.verdict:<27} {' '.join(str(c.key).split())}".rstrip()
+        out.append(line if len(line) <= LINE else line[: LINE - 1] + "…")
+    return out
+
+
+def summary_table(console: Console, claims: list) -> None:
+    """The report's summary in the terminal: one line a claim (``summary_lines``), coloured by verdict."""
+    for c, line in zip(claims, summary_lines(claims), strict=True):
+        console.print(line, style=VERDICT_STYLE.get(c.verdict, "default"), markup=False, highlight=False)

@@ -23,6 +23,7 @@ from pelab.study.backends import OnResult, default_threads, device_slots, run_lo
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 from pelab.study.groups import stack_groups, unstacked_arms
+from pelab.study.progress import PlainProgress
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
 from pelab.study.store import Store, StudyLock
 
@@ -267,7 +268,10 @@ def _gpu_slots(
     return slots[:workers] if workers else slots
 
 
-def _progress(console: Console, quiet: bool) -> Progress:
+def _progress(console: Console, quiet: bool) -> Progress | PlainProgress:
+    """A live bar on a terminal; elsewhere (a log file) plain lines (``pelab.study.progress``)."""
+    if not console.is_terminal and not quiet:
+        return PlainProgress(console)
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -1,0 +1,70 @@
+"""Progress where a terminal is not: plain lines a log file keeps (``pelab study > log``).
+
+Rich draws a live bar on a terminal and nothing at all elsewhere until the work ends, so a study whose output
+goes to a file was silent for minutes. ``PlainProgress`` stands in for Rich's ``Progress`` there with the
+calls the driver makes (``add_task``, ``update``, ``console``): a line at every tenth of the work and at least
+once a minute, with what is done, what failed, and the time left at the pace so far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+from rich.console import Console
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class PlainProgress:
+    """One task's progress as lines: '<label>: 40/189 (21%), 2 failed, 1:10 elapsed, about 4:25 left'."""
+
+    def __init__(self, console: Console, every_share: float = 0.1, every_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        self.console = console
+        self.every_share, self.every_s, self.clock = every_share, every_s, clock
+        self.label, self.total, self.done, self.start_done, self.failed = "", 0, 0, 0, ""
+        self.start = self.last_time = clock()
+        self.last_share = 0.0
+        self.last_done_said = 0
+
+    def __enter__(self) -> PlainProgress:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is None and self.total and self.done > self.last_done_said:
+            self._say()
+
+    def add_task(self, label: str, total: int, completed: int = 0, failed: str = "") -> int:
+        self.label, self.total, self.done, self.start_done, self.failed = label, total, completed, completed, failed
+        self.last_share = completed / total if total else 1.0
+        self.last_done_said = completed
+        self.start = self.last_time = self.clock()
+        return 0
+
+    def update(self, task: int, advance: int = 0, failed: str | None = None) -> None:
+        self.done += advance
+        if failed is not None:
+            self.failed = failed
+        share = self.done / self.total if self.total else 1.0
+        now = self.clock()
+        if share - self.last_share >= self.every_share - 1e-9 or now - self.last_time >= self.every_s:
+            self._say()
+
+    def _say(self) -> None:
+        now = self.clock()
+        share = self.done / self.total if self.total else 1.0
+        ran = self.done - self.start_done
+        left = (self.total - self.done) * (now - self.start) / ran if ran else None
+        parts = [f"{self.label}: {self.done}/{self.total} ({100 * share:.0f}%)"]
+        if self.failed:
+            parts.append(self.console.render_str(self.failed).plain)
+        parts.append(f"{_clock(now - self.start)} elapsed")
+        if left is not None and self.done < self.total:
+            parts.append(f"about {_clock(left)} left")
+        self.console.print(", ".join(parts), markup=False, highlight=False)
+        self.last_share, self.last_time, self.last_done_said = share, now, self.done

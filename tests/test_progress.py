@@ -1,0 +1,57 @@
+"""Progress as plain lines where no terminal is (a log file): every tenth of the work and at least once a minute,
+with what is done, what failed and the time left at the pace so far."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from pelab.study.progress import PlainProgress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_line_every_tenth_and_every_minute_with_the_time_left() -> None:
+    out, clock = io.StringIO(), Clock()
+    console = Console(file=out, width=200)
+    with PlainProgress(console, clock=clock) as p:
+        task = p.add_task("runs", total=40, completed=10)  # 10 stored already: the pace counts the 30 that run
+        for i in range(30):
+            clock.t += 2.0
+            p.update(task, advance=1, failed="[red]1 failed[/]" if i >= 5 else "")
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 8  # 10/40 -> 40/40 in steps of 4 runs (a tenth), the last at the end
+    assert lines[0] == "runs: 14/40 (35%), 0:08 elapsed, about 0:52 left"  # 4 runs in 8 s: 26 runs, 52 s
+    assert lines[-1] == "runs: 40/40 (100%), 1 failed, 1:00 elapsed"
+    assert "[red]" not in out.getvalue()
+
+
+def test_a_slow_study_still_says_something_every_minute() -> None:
+    out, clock = io.StringIO(), Clock()
+    p = PlainProgress(Console(file=out, width=200), clock=clock)
+    task = p.add_task("runs", total=1000)
+    clock.t = 61.0
+    p.update(task, advance=1)
+    assert out.getvalue() == "runs: 1/1000 (0%), 1:01 elapsed, about 1015:39 left\n"
+
+
+def test_the_study_ends_with_one_line_a_claim_of_at_most_100_characters() -> None:
+    from types import SimpleNamespace
+
+    from pelab.report.console import LINE, summary_lines
+
+    claims = [
+        SimpleNamespace(id="C1", verdict="supported", key="20 of 512 dims vary"),
+        SimpleNamespace(id="C6", verdict="inconclusive at this budget", key="A − B +0.4 pp [−1.5, +3.1]\n" * 20),
+    ]
+    lines = summary_lines(claims)
+    assert lines[0] == "C1  ✓ supported                   20 of 512 dims vary"
+    assert len(lines[1]) == LINE and lines[1].endswith("…") and "\\n" not in lines[1]
+    assert all(len(x) <= 100 for x in lines)

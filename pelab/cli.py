@@ -65,9 +65,10 @@ def parse_grid(grid: str | None) -> tuple[int, int] | None:
 
 @app.command("list")
 def list_cmd() -> None:
-    """Every position scheme and combiner, one line each."""
+    """Every position scheme, combiner and task, one line each."""
     from pelab.combine import COMBINERS
     from pelab.positions import SCHEMES
+    from pelab.tasks import TASKS
 
     t = Table(title="position schemes", title_justify="left")
     t.add_column("name", style="bold")
@@ -82,6 +83,14 @@ def list_cmd() -> None:
     t.add_column("description")
     for name, cls in COMBINERS.items():
         t.add_row(name, escape(cls.description))
+    console.print(t)
+    t = Table(title="tasks", title_justify="left")
+    t.add_column("name", style="bold")
+    t.add_column("kind")
+    t.add_column("order matters for")
+    t.add_column("claims")
+    for name, cls in TASKS.items():
+        t.add_row(name, cls.kind, escape(cls.order), " ".join(cls.claims))
     console.print(t)
 
 

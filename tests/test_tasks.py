@@ -203,3 +203,19 @@ def test_seen_targets_known_shares() -> None:
     assert share("sort", 12) == 0 and share("sort", 8) == 1
     assert share("lookup", 16) == pytest.approx(0.5, abs=0.03)
     assert share("copy", 12) == 0 and share("copy", 8) == 1
+
+
+def test_every_task_says_what_order_matters_for_and_which_claims_it_serves() -> None:
+    """``pelab list`` shows them: each task declares both, the claims are the report's, and a task that serves a
+    claim is one the presets actually train."""
+    from pelab.cli import preset_path
+    from pelab.report.catalog import all_claims
+    from pelab.study.grid import load_study
+    from pelab.tasks import TASKS
+
+    ids = {c.id for c in all_claims()}
+    trained = {r.task.name for p in ("quick", "full") for r in load_study(preset_path(p)).runs}
+    for name, cls in TASKS.items():
+        assert cls.order and cls.claims, name
+        assert set(cls.claims) <= ids, name
+        assert name in trained, name

@@ -113,7 +113,6 @@ class Store:
         rows = self.conn.execute(f"SELECT run_id, versions FROM runs WHERE status IN ({marks})", statuses)
         return {r[0] for r in rows if engine is None or engine_of(r[1]) == engine}
 
-
     def write(self, cfg: RunConfig, result: RunResult) -> None:
         """One run, in one transaction."""
         if cfg.run_id != result.run_id:

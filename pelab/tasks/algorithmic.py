@@ -56,6 +56,8 @@ class Addition(DecoderTask):
     """
 
     name = "addition"
+    order = "digit significance: carries run from least to most significant"
+    claims = ("C17",)
     description = "decoder: a + b = sum, n-digit operands, digits least significant first; scored on the sum"
     PLUS, EQUALS = 10, 11
 
@@ -96,6 +98,8 @@ class AfterSeparator(DecoderTask):
 @register
 class DecoderSort(AfterSeparator):
     name = "dsort"
+    order = "ranks written out in order after the separator"
+    claims = ("C17",)
     description = "decoder: x SEP, then x sorted ascending (repeats kept); scored on the sorted part"
 
     def answer(self, x: Tensor) -> Tensor:
@@ -105,6 +109,8 @@ class DecoderSort(AfterSeparator):
 @register
 class DecoderReverse(AfterSeparator):
     name = "dreverse"
+    order = "output j pairs with input n−1−j"
+    claims = ("C17",)
     description = "decoder: x SEP, then x reversed; scored on the reversal"
 
     def answer(self, x: Tensor) -> Tensor:

@@ -45,6 +45,10 @@ class Task:
     kind: ClassVar[Literal["encoder", "decoder", "classify"]] = "encoder"
     #: Whether evaluating at a larger problem size makes sense.
     extrapolates: ClassVar[bool] = True
+    #: What order matters for in this task, in a few words (``pelab list``).
+    order: ClassVar[str] = ""
+    #: The claims of SCIENCE.md whose evidence this task carries in a preset (``pelab list``).
+    claims: ClassVar[tuple[str, ...]] = ()
     #: Language modelling reports perplexity; the rest accuracy.
     reports_perplexity: ClassVar[bool] = False
 

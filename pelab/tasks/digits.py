@@ -42,6 +42,8 @@ def patchify(images: torch.Tensor, p: int) -> torch.Tensor:
 @register
 class Digits(Task):
     name = "digits"
+    order = "where each patch sits in the image"
+    claims = ("C14", "C19")
     description = "vision: 8x8 digits cut into patches, classified by an encoder (1-D or 2-D positions)"
     kind = "classify"
     extrapolates = False

@@ -44,6 +44,8 @@ def transpose_blind_accuracy(side: int) -> float:
 @register
 class Cell2D(Task):
     name = "cell2d"
+    order = "row against column: (r, c) and (c, r) are different answers"
+    claims = ("C19",)
     description = "vision: the one bright patch of an s x s grid (s = length); which cell, r*s+c? (C19)"
     kind = "classify"
     extrapolates = False

@@ -16,6 +16,8 @@ from pelab.tasks.base import Batch, Task, random_symbols
 @register
 class SameSegments(Task):
     name = "same"
+    order = "whether two tokens of the second segment were swapped"
+    claims = ("C13",)
     description = "two segments: is the second equal to the first, or the first with two tokens swapped?"
     kind = "classify"
 

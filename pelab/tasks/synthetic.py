@@ -64,6 +64,8 @@ class TokenEncoderTask(Task):
 @register
 class Reverse(TokenEncoderTask):
     name = "reverse"
+    order = "output i is input n−1−i: set by absolute position alone"
+    claims = ("C4", "C6", "C7", "C12", "C17")
     description = "encoder: output the input reversed"
 
     def targets(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,6 +78,8 @@ class Reverse(TokenEncoderTask):
 @register
 class Rotate(TokenEncoderTask):
     name = "rotate"
+    order = "output i is input i−k, wrapping: a fixed relative shift"
+    claims = ("C4", "C6", "C7", "C12", "C17")
     description = "encoder: output the input rotated right by k (wrapping around)"
 
     def validate(self) -> None:
@@ -92,6 +96,8 @@ class Rotate(TokenEncoderTask):
 @register
 class Offset(TokenEncoderTask):
     name = "offset"
+    order = "output i is the token k to its left: relative position"
+    claims = ("C4", "C6", "C7", "C12", "C17")
     description = "encoder: at each position output the token k to the left (relative offset)"
 
     def validate(self) -> None:
@@ -113,6 +119,8 @@ class Offset(TokenEncoderTask):
 @register
 class Sort(TokenEncoderTask):
     name = "sort"
+    order = "where each rank goes: output i is the i-th smallest"
+    claims = ("C2", "C3", "C6", "C7", "C10", "C12", "C17")
     description = "encoder: output i is the i-th smallest input symbol"
 
     def targets(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -125,6 +133,8 @@ class Sort(TokenEncoderTask):
 @register
 class Lookup(TokenEncoderTask):
     name = "lookup"
+    order = "an absolute index: each query names the position to read"
+    claims = ("C3", "C6", "C7", "C12", "C17")
     description = "encoder: n symbols, then n index queries; answer each with the symbol at that index"
 
     @property
@@ -169,6 +179,8 @@ class DecoderTask(Task):
 @register
 class Copy(DecoderTask):
     name = "copy"
+    order = "the copy follows the input's order, from a causal decoder"
+    claims = ("C8",)
     description = "decoder: x SEP, then reproduce x; scored on the copy"
 
     @property
@@ -191,6 +203,8 @@ class Copy(DecoderTask):
 @register
 class Recall(DecoderTask):
     name = "recall"
+    order = "which value followed which key"
+    claims = ("C17",)
     description = "decoder: key-value pairs, then the keys again in a new order; recall each value"
 
     def validate(self) -> None:

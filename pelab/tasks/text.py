@@ -198,6 +198,8 @@ class TextTask(Task):
 @register
 class CharLM(TextTask):
     name = "charlm"
+    order = "the next byte depends on the bytes before it, in order"
+    claims = ("C7", "C18")
     description = "decoder: byte-level language modelling on real text (default: Python's standard library)"
     kind = "decoder"
 
@@ -216,6 +218,8 @@ class CharLM(TextTask):
 @register
 class MaskedLM(TextTask):
     name = "mlm"
+    order = "a masked byte is told by its neighbours on both sides"
+    claims = ("C18",)
     description = "encoder: BERT-style masked byte modelling on real text (15% chosen; 80/10/10 mask/random/same)"
     kind = "encoder"
 

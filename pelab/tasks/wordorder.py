@@ -198,6 +198,8 @@ def paragraph_starts(stream: torch.Tensor, n: int, sep_id: int) -> torch.Tensor:
 @register
 class WordOrder(Task):
     name = "wordorder"
+    order = "whether the word pieces read forwards or reversed"
+    claims = ("C9",)
     description = "classify: a real paragraph's first n word pieces, forwards or reversed? (MiniLM's frozen vectors)"
     kind = "classify"
 

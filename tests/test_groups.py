@@ -40,3 +40,12 @@ def test_dropout_trains_one_seed_at_a_time_and_says_so() -> None:
     assert [len(g) for g in stack_groups(runs, workers=1)] == [1, 1, 1]
     assert list(unstacked_arms(runs).values()) == ["dropout > 0"]
     assert unstacked_arms([_cfg(0)]) == {}
+
+
+def test_a_stack_holds_no_more_seeds_than_fit_its_memory() -> None:
+    from pelab.preflight import estimate
+
+    runs = [_cfg(s) for s in range(6)]
+    need = estimate(runs[0]).bytes
+    assert sorted(len(g) for g in stack_groups(runs, budget=2 * need + 1)) == [2, 2, 2]
+    assert sorted(len(g) for g in stack_groups(runs, budget=need // 2)) == [1] * 6  # one seed always trains

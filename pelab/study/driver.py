@@ -161,7 +161,7 @@ def run_study(
                     bad = counts["failed"] + counts["diverged"]
                     progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "")
 
-                execute(stack_groups(pending, slots), on_result)
+                execute(stack_groups(pending, slots, budget=_stack_budget(backend, device, slots)), on_result)
         elapsed = time.perf_counter() - start
         previous = float(store.meta("study_seconds") or 0.0)
         store.set_meta(study_seconds=f"{previous + elapsed:.0f}")
@@ -176,6 +176,14 @@ def run_study(
 
 
 Execute = Callable[[list[list[RunConfig]], OnResult], None]
+
+
+def _stack_budget(backend: str, device: str, slots: int) -> int:
+    """Bytes one group may use: this machine's memory (or its GPU's) shared by the groups running at once, half of
+    it (the estimate errs high, but the report's analyses and the driver need room too); a Ray node's assumed."""
+    if backend != "local":
+        return RAY_NODE_BYTES // 2
+    return machine_bytes("cpu" if device == "auto" else device) // (2 * max(1, slots))
 
 
 def _unstacked(pending: list[RunConfig]) -> dict[str, int]:

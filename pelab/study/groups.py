@@ -25,10 +25,17 @@ def unstackable(cfg: RunConfig) -> str | None:
     return None
 
 
-def stack_groups(runs: Sequence[RunConfig], workers: int = 1, most: int = MAX_STACK) -> list[list[RunConfig]]:
-    """``runs`` as groups of one arm's seeds: at most ``most`` each, at least ``workers`` groups where the runs
-    allow it, the costliest first (by ``pelab.study.estimate``)."""
+def stack_groups(
+    runs: Sequence[RunConfig], workers: int = 1, most: int = MAX_STACK, budget: int | None = None
+) -> list[list[RunConfig]]:
+    """``runs`` as groups of one arm's seeds: at most ``most`` each and, with ``budget``, no more seeds than fit
+    in that many bytes (``pelab.preflight``: a stack needs each seed's memory); at least ``workers`` groups where
+    the runs allow it; the costliest first (by ``pelab.study.estimate``)."""
+    from pelab.preflight import estimate
     from pelab.study.estimate import group_seconds
+
+    def cap(cfg: RunConfig) -> int:
+        return most if budget is None else max(1, min(most, budget // max(1, estimate(cfg).bytes)))
 
     arms: dict[str, list[RunConfig]] = {}
     singles: list[list[RunConfig]] = []
@@ -37,7 +44,7 @@ def stack_groups(runs: Sequence[RunConfig], workers: int = 1, most: int = MAX_ST
             singles.append([r])
         else:
             arms.setdefault(r.arm_id, []).append(r)
-    groups = [seeds[i : i + most] for seeds in arms.values() for i in range(0, len(seeds), most)] + singles
+    groups = [s[i : i + cap(s[0])] for s in arms.values() for i in range(0, len(s), cap(s[0]))] + singles
     while len(groups) < workers and any(len(g) > 1 for g in groups):
         g = max((g for g in groups if len(g) > 1), key=len)
         groups.remove(g)

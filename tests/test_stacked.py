@@ -144,3 +144,32 @@ def test_the_stacked_computation_agrees_with_the_per_run_path_it_replaced() -> N
     mean = lambda rs, k: sum(r.metrics[k] for r in rs) / len(rs)  # noqa: E731
     assert mean(new, "loss") == pytest.approx(mean(old, "loss"), rel=0.05)
     assert abs(mean(new, "acc") - mean(old, "acc")) < 0.02
+
+
+def test_a_resumed_group_trains_only_its_missing_seeds_and_they_match_a_whole_stack(tmp_path: Path) -> None:
+    from pelab.study.driver import run_study
+    from pelab.study.grid import parse_study
+    from pelab.study.store import Store
+
+    toml = """
+seeds = {seeds}
+[task]
+name = "reverse"
+length = 5
+vocab = 8
+[model]
+d = 16
+n_layers = 1
+n_heads = 2
+[train]
+steps = 15
+eval_batches = 1
+"""
+    first = run_study(parse_study(toml.format(seeds=[0, 1])), tmp_path, workers=1, quiet=True)
+    again = run_study(parse_study(toml.format(seeds=[0, 1, 2])), tmp_path, workers=1, quiet=True)
+    assert (first.ran, again.skipped, again.ran) == (2, 2, 1)
+    with Store(tmp_path) as store:
+        stored = {r["config"]["seed"]: r for r in store.rows()}
+    whole = train_group(parse_study(toml.format(seeds=[0, 1, 2])).runs)
+    for seed in (0, 1, 2):
+        assert stored[seed]["metrics"] == whole[seed].metrics

@@ -27,8 +27,9 @@ from typing import Any
 import pandas as pd
 
 from pelab import forkserver
+from pelab.report.resolution import claim_resolution
 from pelab.report.rules import ACC, LOSS_DOUBTS, OVERLAP, PROBE, SHARE, Family, Row, Side, metric
-from pelab.report.verdicts import NO_INFO, SUPPORTED, TOO_SMALL
+from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, SUPPORTED, TOO_SMALL
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 
@@ -87,6 +88,13 @@ class ClaimResult:
     #: a claim of several halves: each half's verdict, so the summary line says which half failed, not only that
     #: the claim did (C4's cross terms do carry a share; what fails is "removing them costs")
     halves: dict[str, str] = field(default_factory=dict)
+    #: what its rows' intervals establish (``resolution.claim_resolution``): set from ``rows`` once the claim ran
+    resolution: dict[str, Any] | None = None
+
+    @property
+    def open(self) -> bool:
+        """Inconclusive, or with an inconclusive half: the summary then states its resolution beside it."""
+        return self.verdict == INCONCLUSIVE or INCONCLUSIVE in self.halves.values()
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,10 @@ class Claim:
             rule=self.rule_for(ctx.floor, ctx.margin),
             doc=f"{DOC}#{self.id.lower()}",
         )
-        return self.evaluate(ctx, r)
+        r = self.evaluate(ctx, r)
+        if r.resolution is None:
+            r.resolution = claim_resolution(r.rows, INCONCLUSIVE)
+        return r
 
 
 REGISTRY: dict[str, Claim] = {}
@@ -404,6 +415,7 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
                 decided,
                 row.describe() if t is not None else "; ".join(row.skipped) or "–",
                 level_cell(row) if t is not None else "–",
+                res.text if (res := row.resolution) is not None else "–",
                 str(min(c.a.seeds(), c.b.seeds())),
                 f"{c.a.params:,} / {c.b.params:,}" if c.a.params and c.b.params else "–",
                 f"{c.a.flops:,} / {c.b.flops:,}" if c.a.flops and c.b.flops else "–",
@@ -436,6 +448,7 @@ FAMILY_COLUMNS = [
     "deciding metric",
     "A − B [interval]",
     "interval level",
+    "what the interval establishes (resolution)",
     "seeds",
     "params A / B",
     "FLOPs/token A / B",
@@ -462,6 +475,7 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "lo": row.interval[0] if t is not None else None,
                 "hi": row.interval[1] if t is not None else None,
                 "level": row.level,
+                "resolution": res.record() if (res := row.resolution) is not None else None,
                 "skipped": row.skipped,
                 "notes": row.notes,
                 "verdict": row.verdict,

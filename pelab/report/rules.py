@@ -36,6 +36,7 @@ import numpy as np
 from scipy import stats as st
 
 from pelab.records import sizes_in
+from pelab.report.resolution import Resolution, resolve
 from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
 ALPHA = 0.05
@@ -333,10 +334,20 @@ class Row:
     notes: list[str] = field(default_factory=list)  # what else limited the verdict
     level: float = 1 - ALPHA  # confidence of the interval the verdict read
     interval: tuple[float, float] = (math.nan, math.nan)  # raw A − B at ``level``
+    kind: Kind | None = None  # the rule the row was read by (None: no test)
 
     @property
     def tested(self) -> bool:
         return self.test is not None and self.verdict not in (TOO_SMALL, NO_INFO)
+
+    @property
+    def resolution(self) -> Resolution | None:
+        """What the interval the verdict read establishes, whatever the verdict (``pelab.report.resolution``):
+        computed from the interval, the metric and the level, so it follows any later change of level (Holm,
+        groups) and never feeds back into the verdict."""
+        if self.test is None or self.kind is None or not self.tested:
+            return None
+        return resolve(self.kind, self.test.metric, self.interval, self.level)
 
     def describe(self) -> str:
         """The difference in words whose sign cannot be misread: 'A − B +1.2 pp [+0.3, +2.1] accuracy' or
@@ -592,7 +603,7 @@ def decide(
             rows.append(Row(c, NO_INFO, skipped=skipped))
             continue
         skipped = [x.info for x in item.tests[: item.tests.index(t)] if x.info is not None]
-        row = Row(c, INCONCLUSIVE, test=t, skipped=skipped)
+        row = Row(c, INCONCLUSIVE, test=t, skipped=skipped, kind=kind)
         m = row_margin(row, margin)
         if t.metric.relative and m > RELATIVE_MARGIN:
             row.notes.append(

@@ -237,3 +237,17 @@ def test_still_open_names_the_undecided_comparisons_and_their_arms() -> None:
     assert sq.arms_to_extend(rows, CAP) == [(place, "concat_split"), (place, "add")]
     assert sq.schedule(5, 12, 2) == (5, 7, 9, 11, 12) and sq.schedule(5, 5, 2) == (5,)
     assert "Lan–DeMets" in sq.method_line() and "Pocock" in sq.method_line("pocock")
+
+
+def test_still_open_reads_the_report_rows() -> None:
+    """The rows claims.json stores (``row_records``) are what ``still_open`` reads: their seeds and verdicts."""
+    from pelab.report.claims import row_records
+
+    tie = Side("a", {"acc": dict(enumerate([0.93, 0.89, 0.92, 0.90, 0.915]))})
+    base = Side("b", {"acc": dict.fromkeys(range(5), 0.90)})
+    win = Side("c", {"acc": dict(enumerate([0.99, 0.98, 0.99, 0.97, 0.98]))})
+    fam = family([Comparison({"task": "t"}, tie, base), Comparison({"task": "u"}, win, base)], ["acc"], 0.5, MARGIN)
+    records = row_records(fam, "x")
+    assert [r["seeds"] for r in records] == [5, 5] and [r["verdict"] for r in records] == [INCONCLUSIVE, SUPPORTED]
+    assert [(o.where, o.a, o.b) for o in sq.still_open(records, CAP)] == [({"task": "t"}, "a", "b")]
+    assert sq.still_open(records, 5) == []  # at the cap: read as it stands

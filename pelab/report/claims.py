@@ -475,6 +475,7 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "lo": row.interval[0] if t is not None else None,
                 "hi": row.interval[1] if t is not None else None,
                 "level": row.level,
+                "seeds": min(c.a.seeds(), c.b.seeds()),
                 "resolution": res.record() if (res := row.resolution) is not None else None,
                 "skipped": row.skipped,
                 "notes": row.notes,

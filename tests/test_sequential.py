@@ -116,6 +116,12 @@ def test_a_family_read_sequentially_says_so_and_is_stricter() -> None:
     assert fixed.verdict == SUPPORTED and seq.verdict == INCONCLUSIVE
     assert any(n.startswith("sequential seeds (looks at 5, 7 seeds of a cap of 12)") for n in seq.rows[0].notes)
     assert not any("sequential" in n for n in fixed.rows[0].notes)
+    from pelab.report.claims import level_cell
+
+    assert level_cell(fixed.rows[0]) == "95%"
+    assert level_cell(seq.rows[0]).startswith("95%; read at the nominal 9") and "of its last look" in level_cell(
+        seq.rows[0]
+    )
 
 
 # --- the procedure, simulated ------------------------------------------------------------------
@@ -236,6 +242,10 @@ def test_still_open_names_the_undecided_comparisons_and_their_arms() -> None:
     place = (("task.name", "reverse"),)
     assert sq.arms_to_extend(rows, CAP) == [(place, "concat_split"), (place, "add")]
     assert sq.schedule(5, 12, 2) == (5, 7, 9, 11, 12) and sq.schedule(5, 5, 2) == (5,)
+    looks = sq.Looks((5, 7), CAP, "pocock")
+    assert sq.Looks.from_record(looks.record()) == looks
+    with pytest.raises(ValueError):
+        sq.Looks((1, 3), CAP)
     assert "Lan–DeMets" in sq.method_line() and "Pocock" in sq.method_line("pocock")
 
 

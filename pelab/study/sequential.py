@@ -38,6 +38,14 @@ A comparison that is decided stops taking seeds, so its last look is the one tha
 cap is read at the cap with the whole alpha spent. With no design (a fixed seed count) none of this applies and
 the rules read plain 95% intervals as before.
 
+For the driver: ``schedule(start, cap, step)`` gives the rounds; after each, ``still_open(rows, cap)`` and
+``arms_to_extend(rows, cap)`` name the comparisons still undecided and the arms they read (``rows``: claims.json row
+records, which carry their paired ``seeds``). A comparison's ``Looks`` lists *every* seed count it was examined at,
+in order, including rounds where its arms got seeds because another comparison that shares an arm needed them:
+repeated confidence intervals stay valid whatever the reason a look was taken or a comparison went on, as long as
+each look is counted (``Looks.record`` / ``from_record`` store it). The report then builds each ``Comparison`` with
+its ``looks``; ``method_line()`` is the sentence for the report's method line.
+
 Everything here is pure NumPy/SciPy (no torch), so the driver and the report both import it.
 """
 
@@ -305,6 +313,17 @@ class Looks:
 
     def __post_init__(self) -> None:
         fractions(self.counts, self.cap)  # validates
+        if self.counts[0] < 2:
+            raise ValueError(f"a look needs at least 2 paired seeds, got {self.counts[0]}")
+        spent(0.05, 1.0, self.spending)  # an unknown spending function fails here, by name
+
+    def record(self) -> dict[str, Any]:
+        """As a study's store keeps it (JSON), so a rebuilt report reads the same looks."""
+        return {"counts": list(self.counts), "cap": self.cap, "spending": self.spending}
+
+    @classmethod
+    def from_record(cls, d: Mapping[str, Any]) -> Looks:
+        return cls(tuple(int(n) for n in d["counts"]), int(d["cap"]), d.get("spending", "obrien_fleming"))
 
     def nominal(self, alpha_total: float) -> float:
         return nominal_alpha(alpha_total, self.counts, self.cap, self.spending)

@@ -190,7 +190,7 @@ T_SEED = 20_261_125
 TABLE_ALPHAS = tuple(sorted({*(0.05 / j for j in range(1, 61)), *np.geomspace(1e-6, 0.5, 61).tolist()}))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=32)  # float32: 0.8 MB a look, so at most a few tens of MB held
 def null_t(looks: tuple[int, ...]) -> np.ndarray:
     """|T_1|..|T_K| of the paired t-statistic at each look on T_PATHS paths under "no difference", shape (K, paths).
 
@@ -201,7 +201,7 @@ def null_t(looks: tuple[int, ...]) -> np.ndarray:
         raise ValueError(f"a t-statistic needs at least 2 seeds at the first look, got {looks[0]}")
     rng = np.random.default_rng([T_SEED, *looks])
     total, ss, prev = np.zeros(T_PATHS), np.zeros(T_PATHS), 0
-    out = np.empty((len(looks), T_PATHS))
+    out = np.empty((len(looks), T_PATHS), dtype=np.float32)
     for k, n in enumerate(looks):
         m = n - prev
         block = rng.standard_normal(T_PATHS) * math.sqrt(m)

@@ -38,7 +38,7 @@ from scipy import stats as st
 from pelab.records import sizes_in
 from pelab.report.resolution import Resolution, resolve
 from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
-from pelab.study.sequential import Looks
+from pelab.study.sequential import SPENDING_NAMES, Looks
 
 ALPHA = 0.05
 #: Default equivalence margin on relative metrics (loss, perplexity): ±2% of the baseline.
@@ -569,7 +569,7 @@ def sequential_note(looks: Looks, alpha: float = ALPHA) -> str:
     """How a row examined sequentially was read: its looks and its last look's nominal level."""
     return (
         f"sequential seeds ({looks.text()}): its interval is read at the last look's nominal "
-        f"{100 * looks.nominal_level(1 - alpha):.2f}% ({looks.spending.replace('_', '–')}-type alpha spending)"
+        f"{100 * looks.nominal_level(1 - alpha):.2f}% ({SPENDING_NAMES[looks.spending]}-type alpha spending)"
     )
 
 

@@ -68,11 +68,15 @@ GRID_PER_SD = 60
 GRID_REACH = 8.0
 
 
+#: How each spending function is named in the report.
+SPENDING_NAMES: dict[str, str] = {"obrien_fleming": "O'Brien–Fleming", "pocock": "Pocock"}
+
+
 def method_line(spending: Spending = "obrien_fleming") -> str:
     """The one-line method description the report puts on its method line."""
-    name = {"obrien_fleming": "O'Brien–Fleming-type", "pocock": "Pocock-type"}[spending]
     return (
-        f"sequential seeds: Lan–DeMets alpha spending ({name}) over the looks taken (information = seeds / cap), "
+        f"sequential seeds: Lan–DeMets alpha spending ({SPENDING_NAMES[spending]}-type) over the looks taken "
+        "(information = seeds / cap), "
         "boundaries on the paired t-statistics (n − 1 degrees of freedom), each interval read at its last look's "
         "nominal level as a repeated confidence interval, for directional and equivalence (two one-sided) tests alike"
     )

@@ -79,6 +79,18 @@ def test_lower_is_better_metrics_are_turned_round_and_relative() -> None:
     assert r.text == "A trails B by at most 2.0% held-out loss at 95%"
 
 
+def test_below_five_seeds_the_text_says_no_margin_decides_yet() -> None:
+    r = resolve("equivalent", ACC, (-0.015, 0.031), 0.95, n=3, min_seeds=5)
+    assert r is not None and r.text == "within ±3.1 pp accuracy at 95% (a margin decides only on ≥ 5 seeds; 3 here)"
+    # a direction the interval already shows needs no margin, and so no fifth seed
+    win = resolve("better", ACC, (0.004, 0.031), 0.95, n=3, min_seeds=5)
+    assert win is not None and "seeds" not in win.text
+    trails = resolve("not_worse", ACC, (-0.031, -0.004), 0.95, n=3, min_seeds=5)  # refuting it rests on the margin
+    assert trails is not None and trails.text.endswith("(a margin decides only on ≥ 5 seeds; 3 here)")
+    row = family([comp(A5[:3], B5[:3])], ["acc"], FLOOR, MARGIN, kind="equivalent", combine="all").rows[0]
+    assert row.resolution is not None and row.resolution.text.endswith("(a margin decides only on ≥ 5 seeds; 3 here)")
+
+
 def test_no_interval_no_resolution() -> None:
     assert resolve("equivalent", ACC, (math.nan, math.nan), 0.95) is None
 

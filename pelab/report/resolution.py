@@ -80,9 +80,13 @@ def size_text(m: Metric, x: float) -> str:
     return f"{number_text(m, x)} {m.label}"
 
 
-def resolve(kind: str, m: Metric, interval: tuple[float, float], level: float) -> Resolution | None:
+def resolve(
+    kind: str, m: Metric, interval: tuple[float, float], level: float, n: int | None = None, min_seeds: int = 0
+) -> Resolution | None:
     """The resolution of a row of rule ``kind`` whose raw A − B interval on ``m`` at ``level`` is ``interval``;
-    None when there is no interval (fewer than two seeds)."""
+    None when there is no interval (fewer than two seeds). With ``n`` paired seeds below ``min_seeds`` (the rules'
+    minimum for any conclusion that rests on a margin) the text says that no margin decides it yet: the number is
+    still what the interval bounds."""
     raw_lo, raw_hi = interval
     if math.isnan(raw_lo) or math.isnan(raw_hi):
         return None
@@ -112,6 +116,9 @@ def resolve(kind: str, m: Metric, interval: tuple[float, float], level: float) -
         else:
             text = f"within ±{size_text(m, within)} at {at} (A better by at most {number_text(m, a_most)}, B by at "
             text += f"most {number_text(m, b_most)})"
+    no_margin = (reading == "direction" and (lo > 0 or hi < 0)) or (reading == "non_inferiority" and lo > 0)
+    if n is not None and n < min_seeds and not no_margin:  # decided by the interval alone: no seed minimum
+        text += f" (a margin decides only on ≥ {min_seeds} seeds; {n} here)"
     return Resolution(reading, level, lo, hi, within, a_most, b_most, needed, text, m.label, size_text(m, within))
 
 

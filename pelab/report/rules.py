@@ -360,7 +360,7 @@ class Row:
         groups) and never feeds back into the verdict."""
         if self.test is None or self.kind is None or not self.tested:
             return None
-        return resolve(self.kind, self.test.metric, self.interval, self.level)
+        return resolve(self.kind, self.test.metric, self.interval, self.level, self.test.n, MIN_EQUIVALENCE_SEEDS)
 
     def describe(self) -> str:
         """The difference in words whose sign cannot be misread: 'A − B +1.2 pp [+0.3, +2.1] accuracy' or

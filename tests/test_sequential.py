@@ -261,3 +261,18 @@ def test_still_open_reads_the_report_rows() -> None:
     assert [r["seeds"] for r in records] == [5, 5] and [r["verdict"] for r in records] == [INCONCLUSIVE, SUPPORTED]
     assert [(o.where, o.a, o.b) for o in sq.still_open(records, CAP)] == [({"task": "t"}, "a", "b")]
     assert sq.still_open(records, 5) == []  # at the cap: read as it stands
+
+
+def test_the_report_names_the_method_only_when_a_row_was_read_sequentially() -> None:
+    from pelab.report.build import sequential_method
+    from pelab.report.claims import ClaimResult, row_records
+
+    a = Side("a", {"acc": {i: 0.90 + d for i, d in enumerate(DIFFS)}})
+    b = Side("b", {"acc": dict.fromkeys(range(7), 0.90)})
+    fixed = family([Comparison({"task": "t"}, a, b)], ["acc"], 0.5, MARGIN)
+    seq = family([Comparison({"task": "t"}, a, b, sq.Looks((5, 7), CAP, "pocock"))], ["acc"], 0.5, MARGIN)
+    claim = ClaimResult("C6", "", "", "", "", rows=row_records(fixed, "x"))
+    assert claim.rows[0]["looks"] is None and sequential_method([claim]) == ""
+    claim.rows += row_records(seq, "y")
+    assert claim.rows[1]["looks"] == {"counts": [5, 7], "cap": CAP, "spending": "pocock"}
+    assert sequential_method([claim]) == sq.method_line("pocock")

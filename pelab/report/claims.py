@@ -480,6 +480,7 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "hi": row.interval[1] if t is not None else None,
                 "level": row.level,
                 "seeds": min(c.a.seeds(), c.b.seeds()),
+                "looks": t.looks.record() if t is not None and t.looks is not None else None,
                 "resolution": res.record() if (res := row.resolution) is not None else None,
                 "skipped": row.skipped,
                 "notes": row.notes,

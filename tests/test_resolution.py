@@ -76,7 +76,7 @@ def test_lower_is_better_metrics_are_turned_round_and_relative() -> None:
     # Held-out loss: raw (A − B) / B in [−5%, +2%]: A's loss up to 5% lower (better), or up to 2% higher (worse).
     r = resolve("not_worse", LOSS, (-0.05, 0.02), 0.95)
     assert r is not None and (r.lo, r.hi) == pytest.approx((-0.02, 0.05))
-    assert r.text == "A trails B by at most 2.0% held-out loss at 95%"
+    assert r.text == "A trails B by at most 2.0% of B's held-out loss at 95%"
 
 
 def test_below_five_seeds_the_text_says_no_margin_decides_yet() -> None:

@@ -76,8 +76,9 @@ def number_text(m: Metric, x: float) -> str:
 
 
 def size_text(m: Metric, x: float) -> str:
-    """The same with the metric named: "2.3 pp accuracy", "1.8% held-out loss"."""
-    return f"{number_text(m, x)} {m.label}"
+    """The same with the metric named: "2.3 pp accuracy", "1.8% of B's held-out loss" (relative metrics)."""
+    of_b = "of B's " if m.relative else ""
+    return f"{number_text(m, x)} {of_b}{m.label}"
 
 
 def resolve(

@@ -6,6 +6,14 @@ engine's own rule (``rules._decide``) on its interval at the last look's nominal
 otherwise gets 2 more seeds, up to a cap of 12 (looks at 5, 7, 9, 11, 12). Per-seed differences are normal with a
 spread of 2 pp and the margin is 1 pp, so an equivalence is hard to reach at 5 seeds: the regime where adding seeds
 matters. Each rate is checked against its bound plus 3 Monte-Carlo standard errors, sqrt(p(1 − p) / R).
+
+Measured with these functions at R = 40 000 (``simulate`` with REPS raised; the test runs R = 4 000):
+null, directional: a difference declared in 4.83% ± 0.11% (reading every look at 95%: 12.3% ± 0.2%), 11.9 seeds
+on average; Pocock-type 4.92% ± 0.11%. At either edge of the margin (spread 1 pp): equivalence declared in
+2.57% ± 0.08% and 2.17% ± 0.07% (the fixed rule's TOST is at 2.5% a side). A planted difference of half the
+margin: non-equivalence in 0.03% ± 0.01%. Power: a 2 pp effect (one spread) 84.3% ± 0.2% on 9.6 seeds on average
+(95% at every look, invalid, 91.3%); a 1 pp effect 31.7% ± 0.2%; equivalence at a true 0 with a 1 pp spread
+68.3% ± 0.2% on 10.8 seeds. The pure t-test crossing (no margin rules) on 400 000 studies: 4.96% ± 0.03%.
 """
 
 from __future__ import annotations

@@ -243,12 +243,12 @@ def test_still_open_names_the_undecided_comparisons_and_their_arms() -> None:
         {"where": {"task.name": "reverse"}, "a": "add", "b": "concat_split", "verdict": WORD, "seeds": 5},
     ]
     open_ = sq.still_open(rows, CAP)
-    assert [(o.where["task.name"], o.a, o.seeds) for o in open_] == [
-        ("reverse", "concat_split", 5),
-        ("reverse", "add", 5),
+    assert [(o.a.where, o.a.label, o.b.label, o.seeds) for o in open_] == [
+        ((("task.name", "reverse"),), "concat_split", "add", 5),
+        ((("task.name", "reverse"),), "add", "concat_split", 5),
     ]
     place = (("task.name", "reverse"),)
-    assert sq.arms_to_extend(rows, CAP) == [(place, "concat_split"), (place, "add")]
+    assert sq.arms_to_extend(rows, CAP) == [sq.Arm(place, "concat_split"), sq.Arm(place, "add")]
     assert sq.schedule(5, 12, 2) == (5, 7, 9, 11, 12) and sq.schedule(5, 5, 2) == (5,)
     looks = sq.Looks((5, 7), CAP, "pocock")
     assert sq.Looks.from_record(looks.record()) == looks
@@ -267,7 +267,10 @@ def test_still_open_reads_the_report_rows() -> None:
     fam = family([Comparison({"task": "t"}, tie, base), Comparison({"task": "u"}, win, base)], ["acc"], 0.5, MARGIN)
     records = row_records(fam, "x")
     assert [r["seeds"] for r in records] == [5, 5] and [r["verdict"] for r in records] == [INCONCLUSIVE, SUPPORTED]
-    assert [(o.where, o.a, o.b) for o in sq.still_open(records, CAP)] == [({"task": "t"}, "a", "b")]
+    assert [(o.a.where, o.a.label, o.b.label) for o in sq.still_open(records, CAP)] == [((("task", "t"),), "a", "b")]
+    a_run = Side("a", tie.values, run_ids=("r1", "r2"))
+    records = row_records(family([Comparison({"task": "t"}, a_run, base)], ["acc"], 0.5, MARGIN))
+    assert sq.arms_to_extend(records, CAP)[0] == sq.Arm((("task", "t"),), "a", ("r1", "r2"))
     assert sq.still_open(records, 5) == []  # at the cap: read as it stands
 
 

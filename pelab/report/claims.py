@@ -472,6 +472,8 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "where": {k: (v.item() if hasattr(v, "item") else v) for k, v in c.where.items()},
                 "a": c.a.label,
                 "b": c.b.label,
+                "a_runs": list(c.a.run_ids),
+                "b_runs": list(c.b.run_ids),
                 "a_acc": c.a.mean("acc"),
                 "b_acc": c.b.mean("acc"),
                 "metric": t.metric.key if t is not None else None,

@@ -358,33 +358,47 @@ UNDECIDED = "inconclusive at this budget"
 
 
 @dataclass(frozen=True)
-class Open:
-    """A comparison still open: its place, its two arms (labels as the rows name them) and its seeds so far."""
+class Arm:
+    """One arm of an open comparison: where it sits, its label as the rows name it, and the runs it has so far
+    (their configs, less the seed, are what the driver runs again with new seeds)."""
 
-    where: Mapping[str, Any]
-    a: str
-    b: str
+    where: tuple[tuple[str, str], ...]
+    label: str
+    runs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Open:
+    """A comparison still open: its two arms and its paired seeds so far."""
+
+    a: Arm
+    b: Arm
     seeds: int
 
 
+def _arm(row: Mapping[str, Any], side: str) -> Arm:
+    place = tuple(sorted((str(k), str(v)) for k, v in dict(row.get("where", {})).items()))
+    return Arm(place, str(row[side]), tuple(row.get(f"{side}_runs", ())))
+
+
 def still_open(rows: Iterable[Mapping[str, Any]], cap: int, undecided: str = UNDECIDED) -> list[Open]:
-    """The comparisons of a family (claims.json row records, ``report.claims.row_records``, with ``seeds`` added)
-    that are undecided and below the cap: only their arms get more seeds. A decided row, a row with no
-    information (its arms at a ceiling: more seeds cannot help) and a row whose arms did not learn stop."""
+    """The comparisons of a family (claims.json row records, ``report.claims.row_records``: they carry their
+    paired ``seeds`` and each arm's runs) that are undecided and below the cap: only their arms get more seeds.
+    A decided row, a row with no information (its arms at a ceiling: more seeds cannot help) and a row whose arms
+    did not learn stop."""
     out = []
     for r in rows:
         seeds = int(r.get("seeds", 0))
         if r["verdict"] == undecided and seeds < cap:
-            out.append(Open(dict(r.get("where", {})), str(r["a"]), str(r["b"]), seeds))
+            out.append(Open(_arm(r, "a"), _arm(r, "b"), seeds))
     return out
 
 
-def arms_to_extend(rows: Iterable[Mapping[str, Any]], cap: int, undecided: str = UNDECIDED) -> list[tuple[Any, ...]]:
-    """The arms that the open comparisons read, each once, in first-seen order, as (where items, label): what the
-    driver adds seeds to in the next round."""
-    arms: dict[tuple[Any, ...], None] = {}
+def arms_to_extend(rows: Iterable[Mapping[str, Any]], cap: int, undecided: str = UNDECIDED) -> list[Arm]:
+    """The arms that the open comparisons read, each once (an arm two open comparisons share is run once), in
+    first-seen order: what the driver adds seeds to in the next round."""
+    arms: dict[tuple[Any, ...], Arm] = {}
     for o in still_open(rows, cap, undecided):
-        place = tuple(sorted((k, str(v)) for k, v in o.where.items()))
-        arms[(place, o.a)] = None
-        arms[(place, o.b)] = None
-    return list(arms)
+        for arm in (o.a, o.b):
+            arms.setdefault((arm.where, arm.label, arm.runs), arm)
+    return list(arms.values())

@@ -239,16 +239,14 @@ def t_boundaries(
     z boundaries instead (the textbook conversion) gives 5.5% at 5 to 12 seeds (400 000 simulated studies), which
     is why pelab computes these. The first look is a plain t-test, so its boundary is the t quantile itself (a
     single look is exactly the fixed-seed test). A look that may spend nothing gets infinity."""
-    paths = null_t(looks)
-    alive = np.ones(T_PATHS, bool)
-    out = []
-    for k, allowed in enumerate(_allowed(alpha, fractions(looks, cap), spending)):
+    paths, ts = null_t(looks), fractions(looks, cap)
+    first = spent(alpha, ts[0], spending)  # the first look alone is a plain t-test: exact, no simulation error
+    out = [float(st.t.isf(first / 2, looks[0] - 1)) if first > 0 else math.inf]
+    alive = paths[0] < out[0]
+    for k, allowed in enumerate(_allowed(alpha, ts, spending)[1:], start=1):
         r = allowed - (T_PATHS - int(alive.sum()))  # crossings this look may add
         values = paths[k][alive]
-        if k == 0:  # the first look alone is a plain t-test: its boundary is exact, with no simulation error
-            spend = spent(alpha, fractions(looks, cap)[0], spending)
-            c = float(st.t.isf(spend / 2, looks[0] - 1)) if spend > 0 else math.inf
-        elif r <= 0:
+        if r <= 0:
             c = math.inf
         elif r >= values.size:
             c = 0.0

@@ -171,3 +171,11 @@ def test_an_inconclusive_claim_states_its_resolution_in_the_summary_and_the_head
     # a decided claim needs no such phrase in its line (its table rows still carry theirs)
     c6.verdict = NOT_SUPPORTED
     assert answer([c6])[0]["text"] == "Concatenation can beat addition: not supported by this run."
+
+
+def test_an_inconclusive_claim_without_an_interval_says_why() -> None:
+    from pelab.report.claims import ClaimResult
+    from pelab.report.summary import answer
+
+    c16 = ClaimResult("C16", "Learned positions", "", "", "", verdict=INCONCLUSIVE, key="MiniLM is not installed.")
+    assert answer([c16])[0]["text"] == "Learned positions: not settled at this budget; MiniLM is not installed."

@@ -54,8 +54,10 @@ def answer(claims: list[ClaimResult]) -> list[dict[str, str]]:
         text = f"{c.title}: {PHRASE.get(c.verdict, c.verdict)}"
         if c.halves and c.verdict not in (SUPPORTED, EXACT):
             text += " (" + "; ".join(f"{name}: {HALF.get(v, v)}" for name, v in c.halves.items()) + ")"
-        if c.open and c.resolution:  # no claim ends in "not settled" alone
+        if c.open and c.resolution:  # no claim ends in "not settled" alone: what its intervals do establish,
             text += f"; {c.resolution['text']}"
+        elif c.open and c.key:  # or, where it has no interval (MiniLM not installed), why not
+            text += f"; {c.key.rstrip('.')}"
         out.append({"id": c.id, "verdict": c.verdict, "text": text + "."})
     return out
 

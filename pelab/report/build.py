@@ -195,6 +195,18 @@ def _curves(ctx: ReportContext) -> list[Figure]:
     return figs
 
 
+def sequential_method(claims: list[ClaimResult]) -> str:
+    """The method line for sequential seeds when any comparison was read under a design (its claims.json row
+    carries its looks), else "": a fixed-seed report says nothing of it."""
+    from pelab.study.sequential import Looks, method_line
+
+    for c in claims:
+        for row in c.rows:
+            if row.get("looks"):
+                return method_line(Looks.from_record(row["looks"]).spending)
+    return ""
+
+
 def _plan_claims(ctx: ReportContext) -> None:
     """Start every claim's measures of stored models on the workers, in claim order, before any claim runs: the
     workers then stay busy while this process decides claim after claim, instead of waiting for one claim's
@@ -329,6 +341,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         headline=headline(claims),
         not_measured=not_measured(ctx),
         scale=scale(ctx),
+        sequential=sequential_method(claims),
     )
     data["report_seconds"] = f"{time.perf_counter() - started:.0f}"
     html_path, md_path = folder / "report.html", folder / "report.md"
@@ -344,6 +357,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
                     "verdict": c.verdict,
                     "halves": c.halves,
                     "key": c.key,
+                    "resolution": c.resolution,
                     "metric": c.metric,
                     "runs": c.run_ids,
                     "rows": c.rows,

@@ -27,8 +27,9 @@ from typing import Any
 import pandas as pd
 
 from pelab import forkserver
+from pelab.report.resolution import claim_resolution
 from pelab.report.rules import ACC, LOSS_DOUBTS, OVERLAP, PROBE, SHARE, Family, Row, Side, metric
-from pelab.report.verdicts import NO_INFO, SUPPORTED, TOO_SMALL
+from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, SUPPORTED, TOO_SMALL
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 
@@ -87,6 +88,13 @@ class ClaimResult:
     #: a claim of several halves: each half's verdict, so the summary line says which half failed, not only that
     #: the claim did (C4's cross terms do carry a share; what fails is "removing them costs")
     halves: dict[str, str] = field(default_factory=dict)
+    #: what its rows' intervals establish (``resolution.claim_resolution``): set from ``rows`` once the claim ran
+    resolution: dict[str, Any] | None = None
+
+    @property
+    def open(self) -> bool:
+        """Inconclusive, or with an inconclusive half: the summary then states its resolution beside it."""
+        return self.verdict == INCONCLUSIVE or INCONCLUSIVE in self.halves.values()
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,10 @@ class Claim:
             rule=self.rule_for(ctx.floor, ctx.margin),
             doc=f"{DOC}#{self.id.lower()}",
         )
-        return self.evaluate(ctx, r)
+        r = self.evaluate(ctx, r)
+        if r.resolution is None:
+            r.resolution = claim_resolution(r.rows, INCONCLUSIVE)
+        return r
 
 
 REGISTRY: dict[str, Claim] = {}
@@ -370,7 +381,11 @@ def speed_cell(s: Side) -> str:
 
 
 def level_cell(row: Row) -> str:
-    return "95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)"
+    """The level the verdict read; with sequential seeds, also the nominal level its last look was read at."""
+    text = "95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)"
+    if row.test is not None and row.test.looks is not None:
+        text += f"; read at the nominal {100 * row.test.read_level(row.level):.2f}% of its last look"
+    return text
 
 
 def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict[str, str] | None = None) -> Table:
@@ -404,6 +419,7 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
                 decided,
                 row.describe() if t is not None else "; ".join(row.skipped) or "–",
                 level_cell(row) if t is not None else "–",
+                res.text if (res := row.resolution) is not None else "–",
                 str(min(c.a.seeds(), c.b.seeds())),
                 f"{c.a.params:,} / {c.b.params:,}" if c.a.params and c.b.params else "–",
                 f"{c.a.flops:,} / {c.b.flops:,}" if c.a.flops and c.b.flops else "–",
@@ -436,6 +452,7 @@ FAMILY_COLUMNS = [
     "deciding metric",
     "A − B [interval]",
     "interval level",
+    "what the interval establishes (resolution)",
     "seeds",
     "params A / B",
     "FLOPs/token A / B",
@@ -455,6 +472,8 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "where": {k: (v.item() if hasattr(v, "item") else v) for k, v in c.where.items()},
                 "a": c.a.label,
                 "b": c.b.label,
+                "a_runs": list(c.a.run_ids),
+                "b_runs": list(c.b.run_ids),
                 "a_acc": c.a.mean("acc"),
                 "b_acc": c.b.mean("acc"),
                 "metric": t.metric.key if t is not None else None,
@@ -462,6 +481,9 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "lo": row.interval[0] if t is not None else None,
                 "hi": row.interval[1] if t is not None else None,
                 "level": row.level,
+                "seeds": min(c.a.seeds(), c.b.seeds()),
+                "looks": t.looks.record() if t is not None and t.looks is not None else None,
+                "resolution": res.record() if (res := row.resolution) is not None else None,
                 "skipped": row.skipped,
                 "notes": row.notes,
                 "verdict": row.verdict,

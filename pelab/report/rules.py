@@ -36,7 +36,9 @@ import numpy as np
 from scipy import stats as st
 
 from pelab.records import sizes_in
+from pelab.report.resolution import Resolution, resolve
 from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.study.sequential import SPENDING_NAMES, Looks
 
 ALPHA = 0.05
 #: Default equivalence margin on relative metrics (loss, perplexity): ±2% of the baseline.
@@ -211,6 +213,8 @@ class Comparison:
     where: Mapping[str, Any]
     a: Side
     b: Side
+    #: the seed counts it was examined at and the cap, when the study adds seeds sequentially; None: fixed seeds
+    looks: Looks | None = None
 
     def learned(self, floor: float) -> bool:
         return self.a.learned(floor) and self.b.learned(floor)
@@ -231,6 +235,15 @@ class Test:
     metric: Metric
     diffs: tuple[float, ...]  # raw A − B per seed ((A − B) / B for relative metrics)
     info: str | None = None  # why this metric tells nothing here; None when it does
+    #: the sequential design it was examined under (``pelab.study.sequential``): every interval and p-value is
+    #: then read at its last look's nominal level, so interim looks do not inflate the error rate; None (fixed
+    #: seeds) reads them as they are
+    looks: Looks | None = None
+
+    def read_level(self, level: float) -> float:
+        """The confidence level actually read for an overall ``level``: itself with fixed seeds; with a design,
+        the nominal level of the last look (a repeated confidence interval)."""
+        return level if self.looks is None else self.looks.nominal_level(level)
 
     @property
     def n(self) -> int:
@@ -252,7 +265,7 @@ class Test:
         """Two-sided t-interval of the raw mean difference at ``level``."""
         if self.n < 2:
             return (math.nan, math.nan)
-        half = float(st.t.ppf(0.5 + level / 2, self.n - 1)) * self.se
+        half = float(st.t.ppf(0.5 + self.read_level(level) / 2, self.n - 1)) * self.se
         return (self.mean - half, self.mean + half)
 
     def oriented(self, level: float = 1 - ALPHA) -> tuple[float, float]:
@@ -262,11 +275,12 @@ class Test:
 
     def p_beyond(self, theta: float) -> float:
         """Two-sided p-value of H0: mean difference (oriented) = theta; the smallest alpha whose interval
-        excludes theta."""
+        excludes theta (with a design: the smallest total alpha at whose nominal level it does)."""
         if self.n < 2 or not self.se > 0:
             return math.nan
         t = (self.sign * self.mean - theta) / self.se
-        return float(2 * st.t.sf(abs(t), self.n - 1))
+        p = float(2 * st.t.sf(abs(t), self.n - 1))
+        return p if self.looks is None else self.looks.adjusted(p)
 
 
 def paired_test(c: Comparison, m: Metric) -> Test:
@@ -279,16 +293,16 @@ def paired_test(c: Comparison, m: Metric) -> Test:
     else:
         diffs = tuple(a[s] - b[s] for s in seeds)
     if len(diffs) < 2:
-        return Test(m, diffs, info=f"fewer than 2 paired seeds ({len(diffs)})")
+        return Test(m, diffs, info=f"fewer than 2 paired seeds ({len(diffs)})", looks=c.looks)
     bound = m.arms_at_bound([a[s] for s in seeds], [b[s] for s in seeds])
     if bound:
-        return Test(m, diffs, info=f"both arms at the {bound} of {m.label}")
+        return Test(m, diffs, info=f"both arms at the {bound} of {m.label}", looks=c.looks)
     if float(np.std(diffs)) <= 1e-12 * max(1.0, abs(float(np.mean(diffs)))):
-        return Test(m, diffs, info=f"paired differences of {m.label} have zero spread")
-    return Test(m, diffs)
+        return Test(m, diffs, info=f"paired differences of {m.label} have zero spread", looks=c.looks)
+    return Test(m, diffs, looks=c.looks)
 
 
-def from_diffs(m: Metric, diffs: Sequence[float], info: str | None = None) -> Test:
+def from_diffs(m: Metric, diffs: Sequence[float], info: str | None = None, looks: Looks | None = None) -> Test:
     """A Test over differences computed elsewhere (differences of gaps, probe scores), with the same
     zero-spread rule."""
     diffs = tuple(float(d) for d in diffs if not math.isnan(d))
@@ -296,7 +310,7 @@ def from_diffs(m: Metric, diffs: Sequence[float], info: str | None = None) -> Te
         info = f"fewer than 2 paired seeds ({len(diffs)})"
     elif info is None and float(np.std(diffs)) <= 1e-12 * max(1.0, abs(float(np.mean(diffs)))):
         info = f"paired differences of {m.label} have zero spread"
-    return Test(m, diffs, info)
+    return Test(m, diffs, info, looks)
 
 
 # --- Holm–Bonferroni --------------------------------------------------------------------
@@ -333,10 +347,20 @@ class Row:
     notes: list[str] = field(default_factory=list)  # what else limited the verdict
     level: float = 1 - ALPHA  # confidence of the interval the verdict read
     interval: tuple[float, float] = (math.nan, math.nan)  # raw A − B at ``level``
+    kind: Kind | None = None  # the rule the row was read by (None: no test)
 
     @property
     def tested(self) -> bool:
         return self.test is not None and self.verdict not in (TOO_SMALL, NO_INFO)
+
+    @property
+    def resolution(self) -> Resolution | None:
+        """What the interval the verdict read establishes, whatever the verdict (``pelab.report.resolution``):
+        computed from the interval, the metric and the level, so it follows any later change of level (Holm,
+        groups) and never feeds back into the verdict."""
+        if self.test is None or self.kind is None or not self.tested:
+            return None
+        return resolve(self.kind, self.test.metric, self.interval, self.level, self.test.n, MIN_EQUIVALENCE_SEEDS)
 
     def describe(self) -> str:
         """The difference in words whose sign cannot be misread: 'A − B +1.2 pp [+0.3, +2.1] accuracy' or
@@ -541,9 +565,17 @@ FLOOR_POLICY = (
 )
 
 
+def sequential_note(looks: Looks, alpha: float = ALPHA) -> str:
+    """How a row examined sequentially was read: its looks and its last look's nominal level."""
+    return (
+        f"sequential seeds ({looks.text()}): its interval is read at the last look's nominal "
+        f"{100 * looks.nominal_level(1 - alpha):.2f}% ({SPENDING_NAMES[looks.spending]}-type alpha spending)"
+    )
+
+
 def swapped(comps: Sequence[Comparison]) -> list[Comparison]:
     """The same comparisons with A and B exchanged: the claim's opposite, tested by the same rule."""
-    return [Comparison(c.where, c.b, c.a) for c in comps]
+    return [Comparison(c.where, c.b, c.a, c.looks) for c in comps]
 
 
 def family(
@@ -592,7 +624,9 @@ def decide(
             rows.append(Row(c, NO_INFO, skipped=skipped))
             continue
         skipped = [x.info for x in item.tests[: item.tests.index(t)] if x.info is not None]
-        row = Row(c, INCONCLUSIVE, test=t, skipped=skipped)
+        row = Row(c, INCONCLUSIVE, test=t, skipped=skipped, kind=kind)
+        if t.looks is not None:
+            row.notes.append(sequential_note(t.looks, alpha))
         m = row_margin(row, margin)
         if t.metric.relative and m > RELATIVE_MARGIN:
             row.notes.append(

@@ -13,6 +13,7 @@ import pandas as pd
 
 from pelab.report.catalog import all_claims
 from pelab.report.claims import DOC, ClaimResult, ReportContext, loss_disagrees, speed_only
+from pelab.report.resolution import claim_resolution
 from pelab.report.verdicts import (
     ERROR,
     EXACT,
@@ -53,6 +54,10 @@ def answer(claims: list[ClaimResult]) -> list[dict[str, str]]:
         text = f"{c.title}: {PHRASE.get(c.verdict, c.verdict)}"
         if c.halves and c.verdict not in (SUPPORTED, EXACT):
             text += " (" + "; ".join(f"{name}: {HALF.get(v, v)}" for name, v in c.halves.items()) + ")"
+        if c.open and c.resolution:  # no claim ends in "not settled" alone: what its intervals do establish,
+            text += f"; {c.resolution['text']}"
+        elif c.open and c.key:  # or, where it has no interval (MiniLM not installed), why not
+            text += f"; {c.key.rstrip('.')}"
         out.append({"id": c.id, "verdict": c.verdict, "text": text + "."})
     return out
 
@@ -146,6 +151,13 @@ def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:
     return f", on {won} of {len(rows)} comparisons{doubt}" if rows else ""
 
 
+def resolution_clause(records: list[dict[str, Any]]) -> str:
+    """ " (its 4 undecided comparisons lie within ±3.1 pp accuracy at 95%)", or "" when no row has an interval: an
+    undecided clause of the headline says how close the arms are, not only that the margin was not met."""
+    res = claim_resolution(records, INCONCLUSIVE)
+    return f" ({res['text']})" if res else ""
+
+
 def headline(claims: list[ClaimResult]) -> str:
     """'Added or concatenated?' answered from the verdicts, one clause per claim that bears on it."""
     by_id = {c.id: c for c in claims}
@@ -156,6 +168,9 @@ def headline(claims: list[ClaimResult]) -> str:
             same_width = [r for r in c.rows if r["family"] == "concat_split vs add"]
             speed = cid == "C6" and c.verdict == SUPPORTED and speed_only(same_width)
             clause = f"{SPEED_WIN if speed else HEADLINE[cid][c.verdict]}{how_many(c, same_width)}"
+            if c.verdict == INCONCLUSIVE:  # what the intervals do establish, in the clause saying they do not decide
+                back = [r for r in c.rows if r["family"] == "add vs concat_split"]
+                clause += resolution_clause(same_width + back if cid == "C6" else c.rows)
             ceiling = sum(r["verdict"] == NO_INFO for r in c.rows)
             if cid == "C10" and c.verdict == INCONCLUSIVE and ceiling:
                 clause += f" (the probes sat at their ceiling on {ceiling} of {len(c.rows)} comparisons)"
@@ -176,7 +191,8 @@ def headline(claims: list[ClaimResult]) -> str:
                      "control)")  # fmt: skip
     c19 = by_id.get("C19")
     if c19 is not None and c19.verdict in HEADLINE["C19"]:
-        parts.append(f"{HEADLINE['C19'][c19.verdict]}{how_many(c19, c19.rows)} (C19)")
+        open_19 = resolution_clause(c19.rows) if c19.verdict == INCONCLUSIVE else ""
+        parts.append(f"{HEADLINE['C19'][c19.verdict]}{how_many(c19, c19.rows)}{open_19} (C19)")
     c5 = by_id.get("C5")
     if c5 is not None and c5.verdict == EXACT and c5.key:
         parts.append(
@@ -263,6 +279,15 @@ def claims_markdown() -> str:
         "  across its informative comparisons (each row read on its interval at its Holm level); a claim that",
         "  must hold 'on every comparison' needs every row at 95% (an intersection–union test) and is refuted",
         "  by one row at its Holm level. The report states how many comparisons there were.",
+        "- **Resolution.** Beside every verdict, what its interval does establish (the interval the verdict read, at",
+        "  its level): for an equivalence the smallest margin that would decide it ('within ±2.3 pp at 95%'), for a",
+        "  'not worse' how far A may still trail B, for a direction the largest effect the interval still allows",
+        "  either way. An inconclusive claim states the widest over its undecided comparisons. It never changes a",
+        "  verdict (`pelab/report/resolution.py`).",
+        "- **Sequential seeds.** Where a study adds seeds to undecided comparisons in rounds up to a cap, each",
+        "  comparison is read at its last look's nominal level (Lan–DeMets alpha spending, O'Brien–Fleming-type,",
+        "  over the looks taken; boundaries on the paired t-statistics), so the interim looks keep every verdict's",
+        "  error rate at its nominal level; the row says so with its looks (`pelab/study/sequential.py`).",
         "- **Verdicts.** *supported*, *not supported*, *inconclusive at this budget*, *no information*,",
         "  *budget too small*; *not run in this study* where the study has none of the runs a claim compares (a",
         "  study without its task or arms: no budget was tried); *exact* for closed-form checks; *reported* where",

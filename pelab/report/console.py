@@ -114,5 +114,6 @@ def summary_lines(claims: list) -> list[str]:
 
 def summary_table(console: Console, claims: list) -> None:
     """The report's summary in the terminal: one line a claim (``summary_lines``), coloured by verdict."""
+    console.print("claims (verdict, key figure; the report has each in full):", markup=False, highlight=False)
     for c, line in zip(claims, summary_lines(claims), strict=True):
         console.print(line, style=VERDICT_STYLE.get(c.verdict, "default"), markup=False, highlight=False)

@@ -49,3 +49,14 @@ def test_a_stack_holds_no_more_seeds_than_fit_its_memory() -> None:
     need = estimate(runs[0]).bytes
     assert sorted(len(g) for g in stack_groups(runs, budget=2 * need + 1)) == [2, 2, 2]
     assert sorted(len(g) for g in stack_groups(runs, budget=need // 2)) == [1] * 6  # one seed always trains
+
+
+def test_large_activations_train_one_seed_at_a_time_small_ones_stack() -> None:
+    from pelab.study.groups import STACK_VALUES, values_per_seed
+
+    big = [RunConfig.model_validate({"task": {"name": "charlm", "length": 64}, "model": {"d": 64}, "seed": s})
+           for s in range(4)]  # fmt: skip
+    assert values_per_seed(big[0]) == 32 * 64 * 64 > STACK_VALUES // 2
+    assert [len(g) for g in stack_groups(big, workers=1)] == [1, 1, 1, 1]
+    small = [_cfg(s) for s in range(4)]  # 32 x 6 x 16 values a seed
+    assert [len(g) for g in stack_groups(small, workers=1)] == [4]

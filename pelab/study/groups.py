@@ -15,6 +15,11 @@ from pelab.config import RunConfig
 #: The most seeds one stack holds: past about 8, a stack is no cheaper per seed (bench/study.py), and memory
 #: grows with every seed.
 MAX_STACK = 8
+#: Stacking pays where a step is many small operator calls; where a seed's activations are already large
+#: (charlm at d=64 and 64 bytes: 2048 rows of 64), a stack only makes every tensor bigger than the CPU's caches
+#: and is slower per seed than one at a time (bench/study.py). So a stack holds at most this many activation
+#: values per row-block (seeds x batch x sequence x model width): 512 KiB of fp32, about a core's L2.
+STACK_VALUES = 131_072
 
 
 def unstackable(cfg: RunConfig) -> str | None:
@@ -35,7 +40,8 @@ def stack_groups(
     from pelab.study.estimate import group_seconds
 
     def cap(cfg: RunConfig) -> int:
-        return most if budget is None else max(1, min(most, budget // max(1, estimate(cfg).bytes)))
+        fits = most if budget is None else budget // max(1, estimate(cfg).bytes)
+        return max(1, min(most, fits, STACK_VALUES // max(1, values_per_seed(cfg))))
 
     arms: dict[str, list[RunConfig]] = {}
     singles: list[list[RunConfig]] = []
@@ -51,6 +57,14 @@ def stack_groups(
         half = (len(g) + 1) // 2
         groups += [g[:half], g[half:]]
     return sorted(groups, key=group_seconds, reverse=True)
+
+
+def values_per_seed(cfg: RunConfig) -> int:
+    """One seed's activation values per layer-wide tensor: batch x sequence x model width."""
+    from pelab.tasks import make_task
+
+    task = make_task(cfg.task)
+    return cfg.train.batch_size * task.seq_len(task.n) * cfg.model.widths().model
 
 
 def unstacked_arms(runs: Sequence[RunConfig]) -> dict[str, str]:

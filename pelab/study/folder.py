@@ -61,7 +61,11 @@ class StudyFolder:
         return checkpoint_file(self.checkpoints, run_id)
 
     def has_checkpoint(self, run_id: str) -> bool:
-        return self.checkpoint(run_id).exists()
+        """Whether the run's weights are there and whole: a damaged checkpoint (truncated, garbage, a link)
+        counts as missing (``pelab.weights.safe``)."""
+        from pelab.weights.safe import is_whole
+
+        return os.path.lexists(self.checkpoint(run_id)) and is_whole(self.checkpoint(run_id))
 
     def lock(self) -> StudyLock:
         return StudyLock(self.root)

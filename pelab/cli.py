@@ -368,7 +368,7 @@ def _none_learned(out: Path, run_ids: set[str]) -> None:
     from pelab.study.store import Store
 
     with Store(out, create=False) as store:
-        rows = [r for r in store.rows() if r["run_id"] in run_ids]
+        rows = [r for r in store.rows(quiet=True) if r["run_id"] in run_ids]  # the report or table says more
     if not rows or any(r["status"] != "failed" for r in rows):
         return
     first = (str(rows[0]["reason"] or "").strip().splitlines() or ["no reason stored"])[0]

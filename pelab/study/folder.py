@@ -89,7 +89,7 @@ class StudyFolder:
         from pelab.checkpoint import load
 
         with self.store(create=False) as store:
-            rows = store.rows()
+            rows = store.rows(quiet=True)  # the command that reads them for itself says what it left out
         matches = [r for r in rows if r["run_id"].startswith(run_id)]
         if not matches:
             stored = ", ".join(r["run_id"] for r in rows[:6]) + (", ..." if len(rows) > 6 else "")

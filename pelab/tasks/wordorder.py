@@ -179,7 +179,7 @@ def read_streams(path: Path) -> tuple[torch.Tensor, ...] | None:
         if any(len(s) and not (0 <= int(s.min()) and int(s.max()) < VOCAB_SIZE) for s in streams):
             raise ValueError(f"ids outside MiniLM's vocabulary (0..{VOCAB_SIZE - 1})")
     except (PelabError, SafetensorError, OSError, ValueError, RuntimeError) as e:
-        damaged(path, str(e).removeprefix(f"cache: {path} is not a usable safetensors file: ")[:200])
+        damaged(path, str(e).removeprefix(f"cache: {path} is not a safetensors file pelab can read: ")[:200])
         return None
     return streams
 

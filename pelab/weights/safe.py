@@ -38,7 +38,7 @@ def header(path: str | Path, what: str = "model", follow: bool = True) -> dict[s
     blobs); else a link is refused. Anything wrong: PelabError ``"{what}: {path} ..."``."""
 
     def bad(why: str) -> PelabError:
-        return PelabError(f"{what}: {path} is not a usable safetensors file: {why}")
+        return PelabError(f"{what}: {path} is not a safetensors file pelab can read: {why}")
 
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
     try:

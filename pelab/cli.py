@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.exceptions import Abort, TyperException
 
-from pelab.errors import PelabError
+from pelab.errors import PelabError, check_range
 
 app = typer.Typer(
     add_completion=False,
@@ -147,10 +147,11 @@ def params(
     ] = None,
 ) -> None:
     """Parameters and FLOPs per token for every combiner at the same settings."""
-    from pelab.config import ModelConfig, PositionConfig, build
+    from pelab.config import MAX_LENGTH, ModelConfig, PositionConfig, build
     from pelab.positions import scheme_class
     from pelab.sizes import combiner_sizes
 
+    check_range("length", length, 1, MAX_LENGTH)  # attention FLOPs at 0 or -5 positions mean nothing
     cfg = build(
         ModelConfig,
         kind=kind,
@@ -254,8 +255,9 @@ def run(
 
     where = resolve_device(device)
     autocast(precision, where)  # a bad device, or bf16 where it is missing: the user's mistake
-    if threads is not None and threads < 1:
-        raise PelabError(f"threads: must be at least 1 (got {threads})")
+    from pelab.study.driver import MAX_THREADS
+
+    check_range("threads", threads, 1, MAX_THREADS)
     from pelab.preflight import check_data, check_fits, machine_bytes
 
     check_fits([cfg], machine_bytes(str(where)), f"this machine ({'GPU' if where.type == 'cuda' else 'RAM'})")
@@ -276,6 +278,9 @@ def run(
     if result.status != "done":
         raise typer.Exit(1)
 
+
+#: `pelab pretrained --seeds`: C9's seeds per arm (each a training run)
+MAX_PRETRAINED_SEEDS = 1000
 
 PRESETS = ("quick", "full", "paper")
 
@@ -442,6 +447,9 @@ def analyze(
         f"--{k}" for k, v in (("position", position), ("d", d), ("length", length), ("table", table)) if v is not None
     ]
     check_sizes(d=d, length=length)
+    from pelab.config import MAX_SEED
+
+    check_range("seed", seed, 0, MAX_SEED)
     if run_id is not None or db is not None:
         if run_id is None or db is None:
             raise PelabError("run: give both --run RUN_ID and --db STUDY_DIR to analyse a trained model")
@@ -493,8 +501,10 @@ def pretrained(
 
     names = list(dict.fromkeys(model or [BUILTIN]))
     models = load_all(names)  # every folder checked (one line, exit 2) before any work
-    if seeds < 1 or steps < 1:
-        raise PelabError(f"{'seeds' if seeds < 1 else 'steps'}: must be a positive integer")
+    from pelab.config import MAX_COUNT
+
+    check_range("seeds", seeds, 1, MAX_PRETRAINED_SEEDS)
+    check_range("steps", steps, 1, MAX_COUNT)
     from pelab.pretrained import sidebyside
     from pelab.pretrained.frozen import Budget, study_text
     from pelab.pretrained.report import run as run_pretrained

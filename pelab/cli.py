@@ -563,6 +563,19 @@ def environment_message(e: OSError) -> str:
     return f"{path}: {what}"
 
 
+def database_message(e: Exception) -> str:
+    """One line for an SQLite error that reached the top: a full disk or a busy database is the machine's state,
+    not damage, so only damage is told to move results.sqlite away."""
+    text = " ".join(str(e).split())
+    if "full" in text:
+        return "results database: the disk is full; free some space and run the same command again (a study resumes)"
+    if "locked" in text or "busy" in text:
+        return f"results database: {text}; another program holds it: wait for it, then run the same command again"
+    if "readonly" in text or "unable to open" in text or "I/O" in text:
+        return f"results database: {text}; make the study folder writable (or the disk readable) and run it again"
+    return f"results database: {text}; move the study folder's results.sqlite away"
+
+
 def usage_message(e: TyperException) -> str:
     """Click's usage error on one line, led by the option or argument it is about when there is one."""
     msg = " ".join(e.format_message().split())
@@ -589,7 +602,7 @@ def main() -> None:
         print(f"pelab: error: {environment_message(e)}", file=sys.stderr)
         sys.exit(2)
     except sqlite3.Error as e:
-        print(f"pelab: error: results database: {e}; move the study folder's results.sqlite away", file=sys.stderr)
+        print(f"pelab: error: {database_message(e)}", file=sys.stderr)
         sys.exit(2)
     except MemoryError:
         print("pelab: error: out of memory; lower the sizes (d, batch, length) or free memory", file=sys.stderr)

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import errno
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from typer.exceptions import Abort, TyperException
+INTERRUPTED = "pelab: interrupted (a study resumes where it stopped: run the same command again)"
 
-from pelab.errors import PelabError, check_range
+try:  # Ctrl-C while the command's libraries load (its first half second): the same one line, no traceback
+    import typer
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+    from typer.exceptions import Abort, TyperException
+
+    from pelab.errors import PelabError, check_range
+except KeyboardInterrupt:
+    print(INTERRUPTED, file=sys.stderr)
+    sys.exit(130)
 
 app = typer.Typer(
     add_completion=False,
@@ -584,8 +592,37 @@ def usage_message(e: TyperException) -> str:
     return f"{name.lstrip('-')}: {msg}" if name else msg
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's or `timeout`'s stop), raised where Ctrl-C's KeyboardInterrupt would be, so a study
+    stops the same way: workers ended, nothing half-done stored, the lock released, resumable."""
+
+
 def main() -> None:
-    """Entry point: one-line errors, exit 2, no traceback."""
+    """Entry point: one-line errors, exit 2, no traceback; SIGTERM stops as Ctrl-C does (exit 143, not 130)."""
+    main_pid, fired = os.getpid(), []
+
+    def terminate(signum: int, frame: object) -> None:
+        if os.getpid() != main_pid:  # a process forked from this one: SIGTERM ends it as it would have
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        fired.append(signum)
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        rc = _main()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if fired and rc in (130, 1):  # typer and click hand Ctrl-C back as 130 (or an Abort); this was SIGTERM
+        print(INTERRUPTED.replace("interrupted", "stopped by SIGTERM", 1), file=sys.stderr)
+        sys.exit(143)
+    if rc == 130:
+        print(INTERRUPTED, file=sys.stderr)
+    sys.exit(rc)
+
+
+def _main() -> int:
     import sqlite3
 
     try:
@@ -609,6 +646,4 @@ def main() -> None:
         sys.exit(2)
     except (Abort, KeyboardInterrupt):
         rc = 130
-    if rc == 130:  # typer turns Ctrl-C into a return code of 130 when not in standalone mode
-        print("pelab: interrupted (a study resumes where it stopped: run the same command again)", file=sys.stderr)
-    sys.exit(rc if isinstance(rc, int) else 0)
+    return rc if isinstance(rc, int) else 0

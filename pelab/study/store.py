@@ -9,6 +9,7 @@ the holder dies, even by SIGKILL, so a crash never leaves a stale lock.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import math
 import os
@@ -241,6 +242,23 @@ def _metrics_problem(field: str, metrics: object, finite: bool) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def config_problem(text: str) -> str | None:
+    """Why a stored config (JSON text of an object) does not validate here, or None; once per distinct config per
+    process, since the report's workers read every row for each model they load."""
+    try:
+        RunConfig.model_validate(json.loads(text))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])[:60]
+        if err["type"] == "extra_forbidden":
+            return f"config has a setting this pelab does not know ({where}): written by a newer pelab?"
+        return f"config is not valid ({where}: {err['msg'][:80]})"
+    except (ValueError, TypeError, RecursionError) as e:
+        return f"config is not valid ({str(e).splitlines()[0][:80] if str(e) else type(e).__name__})"
+    return None
+
+
 def row_problem(row: dict[str, Any]) -> str | None:
     """Why a stored row cannot be used (None when it can); its JSON fields are parsed in place. A run id, a known
     status, parsable JSON of the right type in every field, a config this pelab validates (one from a newer
@@ -272,16 +290,9 @@ def row_problem(row: dict[str, Any]) -> str | None:
         )
     if not isinstance(row["config"], dict):
         return f"config is a JSON {type(row['config']).__name__}, not an object"
-    try:
-        RunConfig.model_validate(row["config"])
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])[:60]
-        if err["type"] == "extra_forbidden":
-            return f"config has a setting this pelab does not know ({where}): written by a newer pelab?"
-        return f"config is not valid ({where}: {err['msg'][:80]})"
-    except (ValueError, TypeError, RecursionError) as e:
-        return f"config is not valid ({str(e).splitlines()[0][:80] if str(e) else type(e).__name__})"
+    why = config_problem(json.dumps(row["config"], sort_keys=True))
+    if why is not None:
+        return why
     why = _metrics_problem("metrics", row["metrics"] if row["metrics"] is not None else {}, done)
     if why is None:
         evals = row["evals"] if row["evals"] is not None else {}

@@ -11,6 +11,7 @@ from safetensors.torch import load_file, save_file
 from pelab.config import ModelConfig
 from pelab.errors import PelabError
 from pelab.model import Transformer
+from pelab.weights.safe import header
 
 
 def save(model: Transformer, path: str | Path) -> None:
@@ -23,6 +24,7 @@ def load(path: str | Path, device: str = "cpu") -> Transformer:
     config in its header end as one PelabError naming the file."""
     if Path(path).is_symlink():
         raise PelabError(f"checkpoint: {path} is a symbolic link; pelab reads only the files it wrote")
+    header(path, what="checkpoint", follow=False)  # truncated, garbage, a FIFO: one line, nothing allocated
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import errno
+import os
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
-import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from typer.exceptions import Abort, TyperException
+INTERRUPTED = "pelab: interrupted (a study resumes where it stopped: run the same command again)"
 
-from pelab.errors import PelabError
+try:  # Ctrl-C while the command's libraries load (its first half second): the same one line, no traceback
+    import typer
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+    from typer.exceptions import Abort, TyperException
+
+    from pelab.errors import PelabError, check_range
+except KeyboardInterrupt:
+    print(INTERRUPTED, file=sys.stderr)
+    sys.exit(130)
 
 app = typer.Typer(
     add_completion=False,
@@ -157,10 +165,11 @@ def params(
     ] = None,
 ) -> None:
     """Parameters and FLOPs per token for every combiner at the same settings."""
-    from pelab.config import ModelConfig, PositionConfig, build
+    from pelab.config import MAX_LENGTH, ModelConfig, PositionConfig, build
     from pelab.positions import scheme_class
     from pelab.sizes import combiner_sizes
 
+    check_range("length", length, 1, MAX_LENGTH)  # attention FLOPs at 0 or -5 positions mean nothing
     cfg = build(
         ModelConfig,
         kind=kind,
@@ -264,8 +273,9 @@ def run(
 
     where = resolve_device(device)
     autocast(precision, where)  # a bad device, or bf16 where it is missing: the user's mistake
-    if threads is not None and threads < 1:
-        raise PelabError(f"threads: must be at least 1 (got {threads})")
+    from pelab.study.driver import MAX_THREADS
+
+    check_range("threads", threads, 1, MAX_THREADS)
     from pelab.preflight import check_data, check_fits, machine_bytes
 
     check_fits([cfg], machine_bytes(str(where)), f"this machine ({'GPU' if where.type == 'cuda' else 'RAM'})")
@@ -286,6 +296,9 @@ def run(
     if result.status != "done":
         raise typer.Exit(1)
 
+
+#: `pelab pretrained --seeds`: C9's seeds per arm (each a training run)
+MAX_PRETRAINED_SEEDS = 1000
 
 PRESETS = ("quick", "full", "paper")
 
@@ -347,6 +360,8 @@ def study(
     if (out / DB_NAME).exists():  # a damaged or foreign database is refused before the lock file is made
         Store(out, create=False).close()
     with StudyLock(out):
+        if checkpoints and (out / DB_NAME).exists():
+            _retrain_damaged(out, [r.run_id for r in spec.runs])
         outcome = run_study(
             spec,
             out,
@@ -373,12 +388,34 @@ def study(
             _results_table(out)
 
 
+def _retrain_damaged(out: Path, run_ids: list[str]) -> None:
+    """A finished run whose checkpoint is there but damaged (cut short, garbage, a link) is trained again: its row
+    and the damaged file go, one line says so, and the study trains it with the others (same config and seed: the
+    same numbers, and whole weights). A checkpoint that is simply absent (a study run with --no-checkpoints) is
+    left so; the report counts it as missing either way."""
+    from pelab.study.folder import StudyFolder
+    from pelab.study.store import Store
+
+    folder = StudyFolder(out)
+    with Store(out, create=False) as store:
+        done = store.finished_ids(("done",))
+        damaged = [r for r in run_ids if r in done and os.path.lexists(folder.checkpoint(r))]
+        damaged = [r for r in damaged if not folder.has_checkpoint(r) and not folder.checkpoint(r).is_dir()]
+        for r in damaged:
+            folder.checkpoint(r).unlink(missing_ok=True)  # a file or a link: never what a link points to
+        if not damaged:
+            return
+        store.forget(damaged)
+    print(f"pelab: {len(damaged)} checkpoint(s) were damaged (the first: {folder.checkpoint(damaged[0])}); "
+          "training their runs again", file=sys.stderr)  # fmt: skip
+
+
 def _none_learned(out: Path, run_ids: set[str]) -> None:
     """A study whose every run failed has nothing to report: say why in one line and exit 1."""
     from pelab.study.store import Store
 
     with Store(out, create=False) as store:
-        rows = [r for r in store.rows() if r["run_id"] in run_ids]
+        rows = [r for r in store.rows(quiet=True) if r["run_id"] in run_ids]  # the report or table says more
     if not rows or any(r["status"] != "failed" for r in rows):
         return
     first = (str(rows[0]["reason"] or "").strip().splitlines() or ["no reason stored"])[0]
@@ -474,6 +511,9 @@ def analyze(
         f"--{k}" for k, v in (("position", position), ("d", d), ("length", length), ("table", table)) if v is not None
     ]
     check_sizes(d=d, length=length)
+    from pelab.config import MAX_SEED
+
+    check_range("seed", seed, 0, MAX_SEED)
     if run_id is not None or db is not None:
         if run_id is None or db is None:
             raise PelabError("run: give both --run RUN_ID and --db STUDY_DIR to analyse a trained model")
@@ -525,8 +565,10 @@ def pretrained(
 
     names = list(dict.fromkeys(model or [BUILTIN]))
     models = load_all(names)  # every folder checked (one line, exit 2) before any work
-    if seeds < 1 or steps < 1:
-        raise PelabError(f"{'seeds' if seeds < 1 else 'steps'}: must be a positive integer")
+    from pelab.config import MAX_COUNT
+
+    check_range("seeds", seeds, 1, MAX_PRETRAINED_SEEDS)
+    check_range("steps", steps, 1, MAX_COUNT)
     from pelab.pretrained import sidebyside
     from pelab.pretrained.frozen import Budget, study_text
     from pelab.pretrained.report import run as run_pretrained
@@ -585,6 +627,19 @@ def environment_message(e: OSError) -> str:
     return f"{path}: {what}"
 
 
+def database_message(e: Exception) -> str:
+    """One line for an SQLite error that reached the top: a full disk or a busy database is the machine's state,
+    not damage, so only damage is told to move results.sqlite away."""
+    text = " ".join(str(e).split())
+    if "full" in text:
+        return "results database: the disk is full; free some space and run the same command again (a study resumes)"
+    if "locked" in text or "busy" in text:
+        return f"results database: {text}; another program holds it: wait for it, then run the same command again"
+    if "readonly" in text or "unable to open" in text or "I/O" in text:
+        return f"results database: {text}; make the study folder writable (or the disk readable) and run it again"
+    return f"results database: {text}; move the study folder's results.sqlite away"
+
+
 def usage_message(e: TyperException) -> str:
     """Click's usage error on one line, led by the option or argument it is about when there is one."""
     msg = " ".join(e.format_message().split())
@@ -593,8 +648,37 @@ def usage_message(e: TyperException) -> str:
     return f"{name.lstrip('-')}: {msg}" if name else msg
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's or `timeout`'s stop), raised where Ctrl-C's KeyboardInterrupt would be, so a study
+    stops the same way: workers ended, nothing half-done stored, the lock released, resumable."""
+
+
 def main() -> None:
-    """Entry point: one-line errors, exit 2, no traceback."""
+    """Entry point: one-line errors, exit 2, no traceback; SIGTERM stops as Ctrl-C does (exit 143, not 130)."""
+    main_pid, fired = os.getpid(), []
+
+    def terminate(signum: int, frame: object) -> None:
+        if os.getpid() != main_pid:  # a process forked from this one: SIGTERM ends it as it would have
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        fired.append(signum)
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        rc = _main()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if fired and rc in (130, 1):  # typer and click hand Ctrl-C back as 130 (or an Abort); this was SIGTERM
+        print(INTERRUPTED.replace("interrupted", "stopped by SIGTERM", 1), file=sys.stderr)
+        sys.exit(143)
+    if rc == 130:
+        print(INTERRUPTED, file=sys.stderr)
+    sys.exit(rc)
+
+
+def _main() -> int:
     import sqlite3
 
     try:
@@ -611,13 +695,11 @@ def main() -> None:
         print(f"pelab: error: {environment_message(e)}", file=sys.stderr)
         sys.exit(2)
     except sqlite3.Error as e:
-        print(f"pelab: error: results database: {e}; move the study folder's results.sqlite away", file=sys.stderr)
+        print(f"pelab: error: {database_message(e)}", file=sys.stderr)
         sys.exit(2)
     except MemoryError:
         print("pelab: error: out of memory; lower the sizes (d, batch, length) or free memory", file=sys.stderr)
         sys.exit(2)
     except (Abort, KeyboardInterrupt):
         rc = 130
-    if rc == 130:  # typer turns Ctrl-C into a return code of 130 when not in standalone mode
-        print("pelab: interrupted (a study resumes where it stopped: run the same command again)", file=sys.stderr)
-    sys.exit(rc if isinstance(rc, int) else 0)
+    return rc if isinstance(rc, int) else 0

@@ -23,6 +23,7 @@ from pelab.combine import COMBINERS, Widths, combiner_class
 from pelab.frozen import (
     MAX_COUNT,
     MAX_LENGTH,
+    MAX_LR,
     MAX_MULTIPLIER,
     MAX_SEED,
     MAX_TABLE_CELLS,
@@ -36,7 +37,7 @@ from pelab.weights import minilm
 
 #: Defined below this module (pelab.frozen, pelab.tasks) and re-exported: a run's config is read from here.
 __all__ = [
-    "MAX_COUNT", "MAX_LENGTH", "MAX_MULTIPLIER", "MAX_SEED", "MAX_TABLE_CELLS", "TASK_DECIDES", "Frozen",
+    "MAX_COUNT", "MAX_LENGTH", "MAX_LR", "MAX_MULTIPLIER", "MAX_SEED", "MAX_TABLE_CELLS", "TASK_DECIDES", "Frozen",
     "ModelConfig", "PositionConfig", "RunConfig", "TaskConfig", "TrainConfig", "build", "validation_message",
 ]  # fmt: skip
 
@@ -252,7 +253,7 @@ class TrainConfig(Frozen):
 
     steps: int = Field(400, ge=1, le=MAX_COUNT, description="optimiser steps")
     batch_size: int = Field(32, ge=1, le=MAX_COUNT, description="sequences per step")
-    lr: float = Field(1e-3, gt=0, description="peak learning rate (AdamW)")
+    lr: float = Field(1e-3, gt=0, le=MAX_LR, description="peak learning rate (AdamW)")
     warmup: float = Field(0.05, ge=0, lt=1, description="share of steps for linear warm-up, then cosine decay to 10%")
     weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay")
     grad_clip: float = Field(

@@ -1,38 +1,98 @@
-"""Files a study folder keeps are written whole or not at all.
+"""Files a study folder keeps are written whole or not at all, and caches are read with suspicion.
 
 A kill -9 or a full disk in the middle of a write must never leave a half file where a
 good one was: every such file is written to a temporary file in the same folder, flushed
 to disk, then moved over the old one with ``os.replace`` (atomic on POSIX and Windows).
+Only a regular file (or nothing, or a link, which is replaced, never followed) is written
+over; the new file gets the mode a plain ``open`` would give it.
+
+A cache (anything pelab can compute again) that is damaged is reported in one line and
+computed again (``read_json_cache``): never fatal.
 """
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import re
+import stat
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from pelab.errors import PelabError
 
 #: The names ``atomic_path`` gives its temporary files (``.NAME.XXXXXXXX.tmp``), so a later run can tell what
 #: an interrupted write left behind.
 TEMP = re.compile(r"^\..+\.[^.]+\.tmp$")
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def umask() -> int:
+    """This process's umask, read without changing it where Linux says it (/proc), else by setting it back."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def target_mode(path: Path) -> int:
+    """The mode ``open(path, "w")`` leaves: an existing regular file's own, else 0o666 less the umask. A target
+    that is a folder, a device, a FIFO or a socket is refused in one line (a link is replaced, not followed)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return 0o666 & ~umask()
+    if stat.S_ISLNK(st.st_mode):
+        return 0o666 & ~umask()
+    if not stat.S_ISREG(st.st_mode):
+        raise PelabError(f"{path}: is {_kind(st.st_mode)}; pelab writes only regular files; choose another path")
+    return stat.S_IMODE(st.st_mode)
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path`` for a library that writes files itself (safetensors, matplotlib); when
     the block ends without error it is flushed to disk and moved over ``path``, otherwise it is deleted. A link
-    at ``path`` is replaced, never followed."""
+    at ``path`` is replaced, never followed; a folder, device or FIFO there is refused (PelabError). An error of
+    the machine (a full disk) names ``path``, not the temporary file."""
     path = Path(path)
+    mode = target_mode(path)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
+        os.chmod(tmp, mode)  # mkstemp makes it 0600; a plain open would give the umask's mode
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        target_mode(path)  # still nothing special there (a FIFO planted meanwhile is not replaced)
         os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        if e.filename in (None, name, str(tmp)) and e.errno is not None:
+            raise OSError(e.errno, e.strerror or os.strerror(e.errno), str(path)) from e
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -44,3 +104,65 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
     return path
+
+
+# --- caches -----------------------------------------------------------------------------------------------
+#: Largest cache file read back (bytes): past it the file is taken for damaged rather than read into memory.
+MAX_CACHE_BYTES = 1 << 28
+
+
+def damaged(path: str | Path, why: str) -> None:
+    """The one line a damaged cache gets (on stderr) before it is computed again; the damaged file goes (a link
+    or a FIFO too, never what a link points to), so the new one can take its place."""
+    print(f"pelab: cache {path} was damaged ({why}); recomputing", file=sys.stderr, flush=True)
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+    except OSError:
+        pass  # gone already, or not ours to remove: the write that follows says so
+
+
+def read_regular(path: str | Path, limit: int = MAX_CACHE_BYTES, follow: bool = False) -> bytes:
+    """A regular file's bytes, never blocking on a FIFO; a link at ``path`` is refused unless ``follow`` (OSError
+    ELOOP), as are a special file and a file over ``limit`` bytes (ValueError)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"it is {_kind(st.st_mode)}")
+        if st.st_size > limit:
+            raise ValueError(f"{st.st_size} bytes, more than {limit}")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit + 1)
+    finally:
+        os.close(fd)
+
+
+def read_json_cache(path: str | Path, check: Callable[[Any], object] | None = None) -> Any | None:
+    """A cache file's JSON, or None when it is absent or damaged (then one line says so, and the caller computes
+    it again): a link, a special file, empty, truncated, not JSON, nested too deep, or failing ``check`` (which
+    raises, or returns a reason string, for valid JSON of the wrong shape or of another version)."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return None
+    try:
+        data = read_regular(path)
+        if not data.strip():
+            raise ValueError("empty")
+        value = json.loads(data)
+        why = check(value) if check is not None else None
+    except OSError as e:
+        damaged(path, "a symbolic link" if e.errno == errno.ELOOP else (e.strerror or str(e)))
+        return None
+    except RecursionError:
+        damaged(path, "nested too deep")
+        return None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        damaged(path, first[:200] if not isinstance(e, KeyError) else f"no {first}")
+        return None
+    if isinstance(why, str):
+        damaged(path, why)
+        return None
+    return value

@@ -21,6 +21,7 @@ MAX_COUNT = 2**31 - 1  # steps, batches, widths, vocabularies: int32 range
 MAX_LENGTH = 2**20  # task.length
 MAX_MULTIPLIER = 64.0  # task.eval_multipliers
 MAX_SEED = 2**32 - 1  # data generators derive their seeds from it by multiplying
+MAX_LR = 10.0  # train.lr: AdamW's steps are about lr in size, so past this every run diverges
 #: largest position table (max_len x model width) a config may ask for: 2**27 float32 cells is 512 MiB
 #: (a model that size would be built only to fail later, so validation refuses it)
 MAX_TABLE_CELLS = 2**27

@@ -357,6 +357,19 @@ ARG_VALUES = [
 ]  # fmt: skip
 
 
+#: Integers a command line may give any numeric option: past every bound, past C's long, past 4300 digits.
+HUGE_INTS = st.one_of(
+    st.sampled_from([10**30, -(10**30), 2**64, 2**1000, 10**5000, 4097, 1025, 65, 101]),
+    st.integers(min_value=-(10**40), max_value=10**40),
+)
+
+
+def is_int(param: Any) -> bool:
+    """Whether a command's option takes an integer (``int`` or ``int | None``)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return annotation is int or int in getattr(annotation, "__args__", ())
+
+
 @st.composite
 def command_lines(draw: st.DrawFn) -> list[str]:
     name = draw(st.sampled_from(sorted(OPTIONS)))
@@ -365,6 +378,8 @@ def command_lines(draw: st.DrawFn) -> list[str]:
         if not draw(st.booleans()):
             continue
         value = draw(st.sampled_from(ARG_VALUES))
+        if is_int(p) and draw(st.booleans()):  # every count and size: huge too
+            value = str(draw(HUGE_INTS))
         if p.param_type_name == "argument":
             args.append(value)
         elif getattr(p, "is_flag", False):

@@ -63,7 +63,7 @@ def test_ray_reserves_a_share_of_a_gpu() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(runs_per_gpu=0), "runs_per_gpu: must be at least 1 (got 0)"),
+        (dict(runs_per_gpu=0), "runs_per_gpu: must be in 1..64 (got 0)"),
         (dict(runs_per_gpu=2, device="cpu"), "runs_per_gpu: only used with a GPU (device=cpu)"),
     ],
 )

@@ -5,7 +5,8 @@ group at a chosen write, after the temporary file is whole on disk and before it
 kill -9 must not be able to turn into a half file, a folder that cannot resume, or a temp file left for good.
 
 CI kills one folder three times in a row, at writes of three kinds: a checkpoint (run phase), the pretrained
-analysis's record (the file that once left a folder unable to resume), and report.html. With
+analysis's record (the file that once left a folder unable to resume), and report.html; and once more at one
+write drawn by a seeded draw (``$PELAB_KILL_SEED``, else the day: one pass of the full sweep a day). With
 ``PELAB_KILL_EVERY_WRITE=1`` it kills at every write of a clean run instead, one fresh folder each (about a
 minute per write on 2 cores).
 """
@@ -126,6 +127,29 @@ def test_killed_at_three_kinds_of_write_in_a_row_then_resumes(clean, tmp_path: P
     r = study(file, out, log)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "12 already stored" in r.stdout
+    assert_matches(out, ref)
+
+
+def drawn_write(count: int) -> tuple[int, int]:
+    """(seed, write number): one of a clean run's ``count`` writes, drawn from ``$PELAB_KILL_SEED`` or else from
+    the day, so CI walks the sweep one write a day and a failure replays with the seed it names."""
+    import random
+    import time
+
+    seed = int(os.environ.get("PELAB_KILL_SEED") or int(time.time()) // 86400)
+    return seed, random.Random(seed).randrange(1, count + 1)
+
+
+def test_killed_at_one_drawn_write_then_resumes(clean, tmp_path: Path) -> None:
+    """One pass of the kill-at-every-write sweep (below), at a write drawn by a seeded draw."""
+    file, ref, log_names = clean
+    seed, k = drawn_write(len(log_names))
+    out, log = tmp_path / "drawn", tmp_path / "drawn.log"
+    replay = f"PELAB_KILL_SEED={seed}: write {k} of {len(log_names)} ({log_names[k - 1]})"
+    print(replay)  # the writes of the report's workers may land in another order: the name is the clean run's
+    assert_killed_at(study(file, out, log, PELAB_KILL_AT=str(k)), out, log)
+    r = study(file, out, log)
+    assert r.returncode == 0, (replay, r.stderr[-2000:])
     assert_matches(out, ref)
 
 

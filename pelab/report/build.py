@@ -39,7 +39,7 @@ from pelab.report.verdicts import (
     VERDICT_GLYPH,
     VERDICTS,
 )
-from pelab.study.grid import Study, parse_study
+from pelab.study.grid import Study
 from pelab.study.stats import runs_frame
 from pelab.study.store import Store
 
@@ -85,11 +85,11 @@ def same_computation(rows: list[dict]) -> list[dict]:
 
 def load_context(folder: Path) -> ReportContext:
     with Store(folder, create=False) as store:
-        source = store.meta("study")
+        study = store.study()  # damaged stored text: one line naming results.sqlite
         rows = store.rows()
-    if not source:
+        excluded = len(store.excluded)  # rows that do not hold together: left out, and the report says how many
+    if study is None:
         raise PelabError(f"out: {folder} has no study file recorded; run `pelab study` there first")
-    study = parse_study(source)
     ids = {r.run_id for r in study.runs}
     rows = [r for r in rows if r["run_id"] in ids]
     rows = same_computation(rows)
@@ -100,7 +100,14 @@ def load_context(folder: Path) -> ReportContext:
     frame["width"] = frame.run_id.map(widths)  # the model's actual width (d + d_position for concat_wide)
     chosen, choices = rates.choose(frame, study.tuned)
     return ReportContext(
-        folder=folder, study=study, rows=rows, frame=chosen, frame_all=frame, rate_choices=choices, **study.report
+        folder=folder,
+        study=study,
+        rows=rows,
+        frame=chosen,
+        frame_all=frame,
+        rate_choices=choices,
+        excluded=excluded,
+        **study.report,
     )
 
 
@@ -324,6 +331,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         runs=len(ctx.rows),
         done=done,
         failed=failed,
+        excluded=ctx.excluded,
         seeds=ctx.study.seeds,
         floor=ctx.floor,
         floor_policy=FLOOR_POLICY,

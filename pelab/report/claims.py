@@ -222,6 +222,8 @@ class ReportContext:
     #: every run's row before each tuned arm was reduced to its best rate (``pelab.report.rates``)
     frame_all: pd.DataFrame | None = None
     rate_choices: list[Any] = field(default_factory=list)
+    #: stored runs left out because their rows do not hold together (``pelab.study.store.row_problem``)
+    excluded: int = 0
     #: worker processes for ``measure_many`` (``report_pool``); None measures in this process
     pool: Executor | None = None
     #: analyses started on ``pool`` beside the claims (``prefetch``), by name, until first read

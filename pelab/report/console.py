@@ -47,17 +47,15 @@ def print_result(console: Console, cfg: RunConfig, r: RunResult) -> None:
 def results_table(
     console: Console, out: Path, by: list[str] | None = None, csv: Path | None = None, metric: str | None = None
 ) -> None:
-    from pelab.study.grid import parse_study
     from pelab.study.stats import runs_frame, summarize
     from pelab.study.store import Store
 
     with Store(out, create=False) as store:
-        source = store.meta("study") or ""
+        study = store.study()  # damaged stored text: one line naming results.sqlite
         rows = store.rows()
     if not rows:
         raise PelabError(f"out: {out} has no stored runs yet")
     frame = runs_frame(rows)
-    study = parse_study(source) if source else None
     if study is not None:
         frame = frame[frame.run_id.isin({r.run_id for r in study.runs})]
     keys = by or (study.axes if study is not None else []) or ["task.name"]

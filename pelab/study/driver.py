@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from pelab.config import RunConfig
-from pelab.errors import PelabError
+from pelab.errors import PelabError, check_range
 from pelab.preflight import check_data, check_fits, check_gpu_share, machine_bytes
 from pelab.preflight import runs_per_gpu as default_runs_per_gpu
 from pelab.records import ENGINE, RunResult
@@ -53,6 +53,11 @@ def expected_line(pending: list[RunConfig], backend: str, workers: int | None, d
     return f"expected: about {cpu} on {where} at the speed of pelab's 2-core reference CPU, then the report"
 
 
+#: Bounds on the options of a study: past them a number is a typo, and would overflow a C integer or start more
+#: processes than any machine holds.
+MAX_WORKERS, MAX_THREADS, MAX_RETRIES, MAX_RUNS_PER_GPU = 4096, 1024, 100, 64
+
+
 def check_study(
     study: Study,
     workers: int | None = None,
@@ -67,14 +72,13 @@ def check_study(
     data can serve it, and whether the largest run fits in memory (``pelab.preflight``)."""
     if backend not in BACKENDS:
         raise PelabError(f"backend: unknown value {backend!r}; allowed: {', '.join(BACKENDS)}")
-    if workers is not None and workers < 1:
-        raise PelabError(f"workers: must be at least 1 (got {workers})")
-    if threads is not None and threads < 1:
-        raise PelabError(f"threads: must be at least 1 (got {threads})")
-    if retries < 0:
-        raise PelabError(f"retries: must be 0 or more (got {retries})")
-    if runs_per_gpu is not None and runs_per_gpu < 1:
-        raise PelabError(f"runs_per_gpu: must be at least 1 (got {runs_per_gpu})")
+    for name, value, lo, hi in (
+        ("workers", workers, 1, MAX_WORKERS),
+        ("threads", threads, 1, MAX_THREADS),
+        ("retries", retries, 0, MAX_RETRIES),
+        ("runs_per_gpu", runs_per_gpu, 1, MAX_RUNS_PER_GPU),
+    ):
+        check_range(name, value, lo, hi)
     if runs_per_gpu is not None and device == "cpu":
         raise PelabError("runs_per_gpu: only used with a GPU (device=cpu); leave it out or use --device cuda")
     if address is not None and backend != "ray":

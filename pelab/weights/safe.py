@@ -1,0 +1,105 @@
+"""A safetensors file checked against its real length before any library reads it.
+
+The format is 8 bytes of header length (little-endian), a JSON header naming each tensor's
+dtype, shape and byte range, then the bytes. A damaged or hostile file can claim a header of
+2⁶⁰ bytes, shapes its bytes do not hold, or ranges past its end; a FIFO in its place would
+block a reader for ever. ``header`` checks all of it with the file's own length (``fstat``),
+reading nothing the file does not hold, and refuses in one PelabError naming the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import stat
+import struct
+from pathlib import Path
+
+from pelab.errors import PelabError
+
+#: Bytes per element of each dtype safetensors writes.
+DTYPES = {
+    "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2,
+    "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1,
+}  # fmt: skip
+#: safetensors' own limit on the header (100 MB).
+MAX_HEADER = 100_000_000
+
+
+def _nonneg_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def header(path: str | Path, what: str = "model", follow: bool = True) -> dict[str, dict]:
+    """The header of the safetensors file at ``path`` (``__metadata__`` included), every tensor's byte range
+    checked against the file's length. ``follow``: read through a link (a hub cache's snapshot links to its
+    blobs); else a link is refused. Anything wrong: PelabError ``"{what}: {path} ..."``."""
+
+    def bad(why: str) -> PelabError:
+        return PelabError(f"{what}: {path} is not a safetensors file pelab can read: {why}")
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise bad("a loop of symbolic links" if e.errno == errno.ELOOP else (e.strerror or str(e))) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise bad("it is not a regular file (a FIFO, a device or a folder)")
+        size = st.st_size
+        if size < 8:
+            raise bad(f"{size} bytes, too short to hold a header" if size else "it is empty")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            if n > size - 8 or n > MAX_HEADER:
+                raise bad(f"its header claims {n} bytes, but the file holds {size}")
+            raw = f.read(n)
+    except OSError as e:
+        raise bad(e.strerror or str(e)) from None
+    finally:
+        os.close(fd)
+    try:
+        head = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise bad("its header is not JSON") from None
+    if not isinstance(head, dict):
+        raise bad("its header is not a JSON object")
+    data = size - 8 - n
+    for name, entry in head.items():
+        if name == "__metadata__":
+            if not (isinstance(entry, dict) and all(isinstance(v, str) for v in entry.values())):
+                raise bad("__metadata__ is not a map of strings")
+            continue
+        if not isinstance(entry, dict):
+            raise bad(f"tensor {name[:80]!r} has no description")
+        dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+        if dtype not in DTYPES:
+            raise bad(f"tensor {name[:80]!r} has dtype {str(dtype)[:20]!r}; allowed: {', '.join(DTYPES)}")
+        if not (isinstance(shape, list) and len(shape) <= 16 and all(_nonneg_int(d) for d in shape)):
+            raise bad(f"tensor {name[:80]!r} has a shape that is not a list of sizes")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(_nonneg_int(o) for o in offsets)):
+            raise bad(f"tensor {name[:80]!r} has data_offsets that are not two byte positions")
+        begin, end = offsets
+        if not begin <= end <= data:
+            raise bad(f"tensor {name[:80]!r} lies at bytes {begin}..{end}, past the {data} bytes of data")
+        if end - begin != math.prod(shape) * DTYPES[dtype]:
+            raise bad(f"tensor {name[:80]!r} of shape {shape} takes {end - begin} bytes, not {math.prod(shape)} "
+                      f"x {DTYPES[dtype]}")  # fmt: skip
+    return head
+
+
+def tensors(head: dict[str, dict]) -> dict[str, tuple[int, ...]]:
+    """Tensor name -> shape, from a checked ``header``."""
+    return {k: tuple(v["shape"]) for k, v in head.items() if k != "__metadata__"}
+
+
+def is_whole(path: str | Path) -> bool:
+    """Whether ``path`` is a safetensors file whose header and byte ranges hold (a link is not)."""
+    try:
+        header(path, follow=False)
+    except PelabError:
+        return False
+    return True

@@ -1,0 +1,95 @@
+"""Signals beyond kill -9 (issue 30, part 4): SIGTERM, what a scheduler or `timeout` sends, stops a study as
+Ctrl-C does (workers ended, nothing half-done stored, the lock released, the next `pelab study` resumes), in one
+line and exit 143; Ctrl-C while the command's libraries load is one line too, never a traceback."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pelab.study.store import DB_NAME, StudyLock
+
+STUDY = """
+name = "sigterm"
+seeds = [0]
+[task]
+name = "reverse"
+length = 4
+[model]
+d = 16
+[axes]
+"train.steps" = [2, 100000]
+"""
+ARGS = ("--workers", "1", "--threads", "1", "--no-report", "--no-checkpoints")
+
+
+def start(file: Path, out: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "pelab", "study", str(file), "--out", str(out), *ARGS]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def stored(out: Path) -> dict[str, str]:
+    if not (out / DB_NAME).exists():
+        return {}
+    try:
+        with sqlite3.connect(out / DB_NAME, timeout=1) as conn:
+            return dict(conn.execute("SELECT run_id, status FROM runs"))
+    except sqlite3.OperationalError:
+        return {}
+
+
+def terminate_when(p: subprocess.Popen, ready, limit: float = 120) -> tuple[str, str]:
+    """SIGTERM to the driver alone (as `timeout` sends it), once ``ready()``."""
+    end = time.monotonic() + limit
+    while not ready():
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() < end, "never ready"
+        time.sleep(0.2)
+    time.sleep(1.0)  # the long run is in flight
+    p.send_signal(signal.SIGTERM)
+    return p.communicate(timeout=60)
+
+
+def test_sigterm_stops_a_study_as_ctrl_c_does_and_it_resumes(tmp_path: Path) -> None:
+    file, out = tmp_path / "s.toml", tmp_path / "o"
+    file.write_text(STUDY)
+    p = start(file, out)
+    stdout, stderr = terminate_when(p, lambda: len(stored(out)) == 1)
+    assert p.returncode == 143, (p.returncode, stderr[-2000:])
+    assert "Traceback" not in stderr + stdout
+    assert [line for line in stderr.splitlines() if line.strip()] == [
+        "pelab: stopped by SIGTERM (a study resumes where it stopped: run the same command again)"
+    ]
+    assert list(stored(out).values()) == ["done"]  # the quick run; nothing of the one in flight
+    with StudyLock(out):  # released
+        pass
+    again = start(file, out)
+    guard = threading.Timer(120, again.kill)  # never hang the suite
+    guard.start()
+    try:
+        first = again.stdout.readline()  # type: ignore[union-attr]  # the study line: printed once it is resumed
+        stdout, stderr = terminate_when(again, lambda: True)
+    finally:
+        guard.cancel()
+    assert "1 already stored, 1 to run" in first and again.returncode == 143, (first, stderr[-2000:])
+
+
+@pytest.mark.parametrize("delay", [0.1, 0.3, 0.6])
+def test_ctrl_c_while_loading_is_one_line(tmp_path: Path, delay: float) -> None:
+    file = tmp_path / "s.toml"
+    file.write_text(STUDY)
+    p = start(file, tmp_path / "o")
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert p.returncode in (130, -signal.SIGINT), (p.returncode, stderr[-2000:])
+    assert len(lines) <= 1 and all(line.startswith("pelab: interrupted") for line in lines), lines

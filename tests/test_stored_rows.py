@@ -1,0 +1,183 @@
+"""Stored rows that lie (issue 30, part 3): a `runs` row of results.sqlite that is damaged or edited by hand
+(invalid JSON, the wrong type, NaN, inf, absurd or 5,001-digit metrics, a config from a newer pelab) is left
+out of every table and comparison, counted in one line, never a traceback, never averaged in; a damaged stored
+study text is named as the database's damage. Nothing trains: the backend stores what the test says.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_hardening import TINY, cli, one_line
+
+from pelab.records import RunResult
+from pelab.study.store import DB_NAME, Store, row_problem
+
+
+@contextmanager
+def stored(metrics: dict[str, float]):
+    import pelab.study.driver as driver
+
+    @contextmanager
+    def fake(*args: object, **kwargs: object):
+        def execute(runs, on_result) -> None:
+            for cfg in runs:
+                on_result(cfg, RunResult(run_id=cfg.run_id, status="done", metrics=metrics, params=10))
+
+        yield "a stub", execute
+
+    original = driver._backend
+    driver._backend = fake
+    try:
+        yield
+    finally:
+        driver._backend = original
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A study folder of three finished runs (acc 0.5), stored by the stub backend."""
+    from pelab.study.driver import run_study
+    from pelab.study.grid import parse_study
+
+    with stored({"acc": 0.5, "loss": 1.0}):
+        run_study(parse_study(TINY), tmp_path / "o", quiet=True)
+    return tmp_path / "o"
+
+
+def tamper(out: Path, column: str, value: object) -> str:
+    """Set ``column`` of the first stored run to ``value`` (as SQLite stores it); its run id."""
+    with sqlite3.connect(out / DB_NAME) as conn:
+        run_id = conn.execute("SELECT run_id FROM runs ORDER BY run_id LIMIT 1").fetchone()[0]
+        conn.execute(f"UPDATE runs SET {column} = ? WHERE run_id = ?", (value, run_id))
+    return run_id
+
+
+LIES = {
+    "invalid JSON": ("metrics", '{"acc": 0.9'),
+    "config not an object": ("config", "[1, 2]"),
+    "config a string": ("config", '"reverse"'),
+    "metrics a list": ("metrics", "[0.9]"),
+    "metrics a string": ("metrics", '"high"'),
+    "metric a string": ("metrics", '{"acc": "0.9"}'),
+    "NaN": ("metrics", '{"acc": NaN}'),
+    "inf": ("metrics", '{"acc": 0.5, "loss": Infinity}'),
+    "huge": ("metrics", '{"acc": 0.5, "loss": 1e300}'),
+    "accuracy above 1": ("metrics", '{"acc": 7.0}'),
+    "5001 digits": ("metrics", '{"acc": ' + "9" * 5001 + "}"),
+    "deep": ("metrics", "[" * 50_000 + "]" * 50_000),
+    "newer pelab": ("versions", '{"pelab": "99.0.0"}'),
+    "unknown status": ("status", "finished"),
+    "params a string": ("params", "many"),
+    "curve an object": ("curve", '{"step": 1}'),
+    "evals a number": ("evals", "3"),
+    "seconds negative": ("seconds", -5.0),
+}
+
+
+def config_from_newer_pelab(out: Path) -> tuple[str, str]:
+    with sqlite3.connect(out / DB_NAME) as conn:
+        config = json.loads(conn.execute("SELECT config FROM runs ORDER BY run_id LIMIT 1").fetchone()[0])
+    config["model"]["rope_scaling"] = 2.0
+    return "config", json.dumps(config)
+
+
+@pytest.mark.parametrize("lie", [*LIES, "unknown config setting"])
+def test_a_lying_row_is_left_out_and_counted(folder: Path, capsys, monkeypatch, lie: str) -> None:
+    column, value = LIES[lie] if lie in LIES else config_from_newer_pelab(folder)
+    run_id = tamper(folder, column, value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no raw NumPy overflow warning either
+        r = cli(capsys, monkeypatch, "results", str(folder))
+    assert r.rc == 0 and "Traceback" not in r.err + r.out, r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pelab: warning: results database: 1 stored run(s) left out")
+    assert run_id in lines[0]
+    assert " 2 " in r.out and "0.500" in r.out  # two seeds averaged, the lie not among them
+    with Store(folder, create=False) as store:
+        assert len(store.rows(quiet=True)) == 2 and store.excluded[0][0] == run_id
+
+
+def test_the_report_context_counts_what_it_left_out(folder: Path, capsys) -> None:
+    from pelab.report.build import load_context
+
+    tamper(folder, "metrics", "[")
+    ctx = load_context(folder)
+    assert ctx.excluded == 1 and len(ctx.rows) == 2
+    assert "1 stored run(s) left out" in capsys.readouterr().err
+
+
+def test_the_templates_say_how_many_were_left_out() -> None:
+    from pelab.report.build import template_env
+
+    for name in ("report.html.j2", "report.md.j2"):
+        source = template_env(Path(".")).loader.get_source(template_env(Path(".")), name)[0]
+        assert "{{ excluded }} stored run(s) left out" in source
+
+
+def test_a_damaged_stored_study_text_names_the_database(folder: Path, capsys, monkeypatch) -> None:
+    with sqlite3.connect(folder / DB_NAME) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'study'", ('name = "x"\n[task\n',))
+    for command in ("results", "report"):
+        line = one_line(cli(capsys, monkeypatch, command, str(folder)), "results database: the study text stored in")
+        assert "study file: not valid TOML" not in line and "is damaged" in line
+
+
+def test_whole_rows_have_no_problem(folder: Path) -> None:
+    with Store(folder, create=False) as store:
+        assert len(store.rows()) == 3 and store.excluded == []
+
+
+# --- the fuzzer: any value in any column is a row or a reason, never an exception -------------------------------
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+CELL = st.one_of(
+    st.none(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(),
+    st.text(max_size=20),
+    st.binary(max_size=12),
+    JSONISH.map(lambda v: json.dumps(v, allow_nan=True)),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    column=st.sampled_from(
+        ["config", "status", "metrics", "evals", "curve", "versions", "params", "seconds", "reason"]
+    ),
+    value=CELL,
+    metrics=st.dictionaries(st.sampled_from(["acc", "loss", "ppl", "acc_at_8"]), st.floats(), max_size=3),
+)
+def test_fuzzed_rows_are_a_row_or_a_reason(column: str, value: object, metrics: dict) -> None:
+    from pelab.config import RunConfig
+
+    row = {
+        "run_id": "r",
+        "config": RunConfig().canonical_json(),
+        "status": "done",
+        "metrics": json.dumps(metrics),
+        "evals": "{}",
+        "curve": "[]",
+        "versions": "{}",
+        "params": 1,
+        "seconds": 1.0,
+        "reason": None,
+        column: value,
+    }
+    why = row_problem(row)
+    assert why is None or (isinstance(why, str) and "\n" not in why and len(why) < 400)
+    if why is None and row["status"] == "done":
+        import math
+
+        assert all(math.isfinite(v) for v in (row["metrics"] or {}).values())

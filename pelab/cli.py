@@ -347,7 +347,12 @@ def study(
     if (out / DB_NAME).exists():  # a damaged or foreign database is refused before the lock file is made
         Store(out, create=False).close()
     with StudyLock(out):
-        outcome = run_study(
+        go = run_study
+        if spec.sequential is not None:  # rounds of seeds until every comparison is decided or at the cap
+            from pelab.rounds import run_sequential
+
+            go = run_sequential  # type: ignore[assignment]
+        outcome = go(
             spec,
             out,
             workers=workers,

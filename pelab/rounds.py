@@ -126,6 +126,7 @@ def run_sequential(
     counts: dict[str, int] = {arm: len(study.seeds) for arm in names}
     history: list[dict[str, Any]] = []
     outcome = SequentialOutcome()
+    out.mkdir(parents=True, exist_ok=True)
     for number in range(1, seq.max_seeds + 1):  # every round adds a seed to some arm, so this bounds it
         current = with_seeds(study, counts)
         history.append({"round": number, "seeds": dict(counts)})

@@ -4,8 +4,12 @@ seeds each round adds, the looks the report reads, and a rerun that takes the sa
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from pelab.report.verdicts import INCONCLUSIVE, SUPPORTED
 from pelab.rounds import run_sequential
 from pelab.study.grid import parse_study, seed_sequence, with_seeds
 from pelab.study.sequential import Looks
+from pelab.study.store import DB_NAME
 
 TINY = """
 name = "tiny-seq"
@@ -160,3 +165,48 @@ def test_a_tiny_sequential_study_reports_its_looks_and_a_rerun_trains_nothing(tm
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 run(s) in" in again.stdout
     assert json.loads((out / "claims.json").read_text()) == claims
+
+
+KILLED = """
+import sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from test_rounds import planted, tiny
+from pelab.rounds import run_sequential
+from pelab.study.grid import parse_study
+run_sequential(parse_study(tiny(["add", "concat_split", "concat_wide"])), Path({out!r}), decide=planted, workers=1)
+"""
+
+
+def stored(out: Path) -> dict[str, str]:
+    with sqlite3.connect(out / DB_NAME) as conn:
+        return {r[0]: r[1] for r in conn.execute("SELECT run_id, metrics FROM runs WHERE status = 'done'")}
+
+
+def test_a_sequential_study_killed_in_its_second_round_resumes_to_the_same_decisions(tmp_path: Path) -> None:
+    """kill -9 once round 2 has begun, then run again: the rounds replay from the stored runs, only the runs
+    missing are trained, and the record and the stored numbers are those of a study never interrupted."""
+    study = parse_study(tiny(["add", "concat_split", "concat_wide"]))
+    whole = tmp_path / "whole"
+    run_sequential(study, whole, console=Console(quiet=True), decide=planted, workers=1)
+    out = tmp_path / "killed"
+    code = KILLED.format(tests=str(Path(__file__).parent), out=str(out))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            record = read_record(out) if (out / "sequential.json").is_file() else None
+            if record is not None and len(record["rounds"]) == 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    before = stored(out)
+    assert len(before) < len(stored(whole))  # killed before round 2 finished
+    again = run_sequential(study, out, console=Console(quiet=True), decide=planted, workers=1)
+    assert again.ran == len(stored(whole)) - len(before)  # nothing trained twice
+    assert read_record(out) == read_record(whole)
+    assert stored(out) == stored(whole)  # the same numbers, whether a seed trained before or after the kill

@@ -27,6 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from pelab.errors import PelabError
 from pelab.report.build import decide_claims
 from pelab.report.claims import ClaimResult
 from pelab.report.design import arm_names, write_record
@@ -133,7 +134,11 @@ def run_sequential(
         write_record(out, {"seeds": study.seeds, **seq.record()}, history)  # the looks the claims read
         console.print(_round_line(number, counts, study))
         outcome.rounds.append(run_study(current, out, console=console, **{**run, "locked": True}))
-        claims = decide(out)
+        try:
+            claims = decide(out)
+        except PelabError as e:  # no finished run to read (every run failed): nothing can be decided
+            console.print(f"round {number}: no verdict can be read ({escape(str(e))})")
+            break
         target, words = next_counts(open_rows(claims), current, counts)
         history[-1]["open"] = words
         history[-1]["added"] = {names[a]: n - counts.get(a, len(study.seeds)) for a, n in target.items()}

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -174,7 +176,8 @@ from pathlib import Path
 from test_rounds import planted, tiny
 from pelab.rounds import run_sequential
 from pelab.study.grid import parse_study
-run_sequential(parse_study(tiny(["add", "concat_split", "concat_wide"])), Path({out!r}), decide=planted, workers=1)
+study = parse_study(tiny(["add", "concat_split", "concat_wide"]))
+run_sequential(study, Path({out!r}), decide=planted, workers={workers}, backend={backend!r}, threads=1)
 """
 
 
@@ -190,7 +193,7 @@ def test_a_sequential_study_killed_in_its_second_round_resumes_to_the_same_decis
     whole = tmp_path / "whole"
     run_sequential(study, whole, console=Console(quiet=True), decide=planted, workers=1)
     out = tmp_path / "killed"
-    code = KILLED.format(tests=str(Path(__file__).parent), out=str(out))
+    code = KILLED.format(tests=str(Path(__file__).parent), out=str(out), workers=1, backend="local")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 600
@@ -210,3 +213,22 @@ def test_a_sequential_study_killed_in_its_second_round_resumes_to_the_same_decis
     assert again.ran == len(stored(whole)) - len(before)  # nothing trained twice
     assert read_record(out) == read_record(whole)
     assert stored(out) == stored(whole)  # the same numbers, whether a seed trained before or after the kill
+
+
+def test_the_ray_backend_takes_the_same_decisions(tmp_path: Path) -> None:
+    """The rounds on a local Ray instance: the same record and the same stored numbers as the local backend."""
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'pelab[ray]'")
+    study = parse_study(tiny(["add", "concat_split", "concat_wide"]))
+    local = tmp_path / "local"
+    run_sequential(study, local, console=Console(quiet=True), decide=planted, workers=1)
+    out = tmp_path / "ray"
+    code = KILLED.format(tests=str(Path(__file__).parent), out=str(out), workers=2, backend="ray")
+    short = tempfile.mkdtemp(prefix="plr")  # Ray's socket paths must be short
+    env = dict(os.environ, RAY_TMPDIR=short, RAY_USAGE_STATS_ENABLED="0")
+    try:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert read_record(out) == read_record(local)
+    assert stored(out) == stored(local)

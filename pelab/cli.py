@@ -362,7 +362,12 @@ def study(
     with StudyLock(out):
         if checkpoints and (out / DB_NAME).exists():
             _retrain_damaged(out, [r.run_id for r in spec.runs])
-        outcome = run_study(
+        go = run_study
+        if spec.sequential is not None:  # rounds of seeds until every comparison is decided or at the cap
+            from pelab.rounds import run_sequential
+
+            go = run_sequential  # type: ignore[assignment]
+        outcome = go(
             spec,
             out,
             workers=workers,

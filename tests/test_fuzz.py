@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 import pelab.cli as cli_module
 from pelab.config import ModelConfig, PositionConfig, TaskConfig, TrainConfig
 from pelab.records import RunResult
-from pelab.study.grid import TOP_KEYS, settable_keys
+from pelab.study.grid import SEQUENTIAL_KEYS, TOP_KEYS, settable_keys
 from pelab.study.store import Store
 
 DEFAULT_EXAMPLES = 100
@@ -155,7 +155,8 @@ def base_doc() -> dict[str, Any]:
 @st.composite
 def mutation(draw: st.DrawFn) -> tuple[dict[str, Any] | None, str, bool]:
     """(changes to make, the key it is about, whether the error must name it)."""
-    kind = draw(st.sampled_from(["own", "own", "valid", "section", "top", "grid-set", "grid-axes", "junk", "topkey"]))
+    kinds = ["own", "own", "valid", "section", "top", "grid-set", "grid-axes", "junk", "topkey", "sequential"]
+    kind = draw(st.sampled_from(kinds))
     key = draw(st.sampled_from(SETTABLE))
     leaf = key.split(".")[-1]
     v = draw(values)
@@ -176,6 +177,9 @@ def mutation(draw: st.DrawFn) -> tuple[dict[str, Any] | None, str, bool]:
         axis = draw(st.one_of(st.just(v), st.lists(values, max_size=3)))
         must = not isinstance(axis, list) or not axis or all(wrong_type(key, x) for x in axis)
         return {"grid": {"name": "g", "axes": {key: axis}}}, key, must
+    if kind == "sequential":  # [sequential]: a key of its own or a stray one, with any value
+        name = draw(st.sampled_from([*SEQUENTIAL_KEYS, "cap", "seeds"]))
+        return {"path": ["sequential", name], "value": v}, f"sequential.{name}", False
     if kind == "junk":
         where = draw(st.sampled_from(["", "task.", "model.", "train.", "model.position.", "report."]))
         name = draw(st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=3, max_size=10))
@@ -226,7 +230,7 @@ def stubs() -> Any:
 
     @contextmanager
     def backend(*args: object, **kwargs: object):
-        yield "a stub", lambda runs, on_result: None
+        yield "a stub", lambda groups, on_result: None, 1  # where, execute, slots (as driver._backend)
 
     def report(out: Path) -> None:
         Store(out, create=False).close()

@@ -78,6 +78,7 @@ def test_grid_expands_pairs_seeds_and_dedupes(tmp_path: Path) -> None:
         ("colour = 1", "unknown key 'colour'"),
         ("[axes]\n\"model.combine\" = 'add'", "non-empty list"),
         ("[pretrained]\nseeds = 3\nsteps = 300", "C9's runs are ordinary [[grid]]s"),
+        ("[sequential]\nmax_seeds = 1", "sequential.max_seeds: must be an integer in 3..100"),
     ],
 )
 def test_malformed_study_one_line_exit_2_nothing_written(tmp_path: Path, text: str, needle: str) -> None:

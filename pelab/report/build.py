@@ -30,6 +30,7 @@ from pelab.report import rates
 from pelab.report.catalog import all_claims
 from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, report_pool
 from pelab.report.claims_published import published_section
+from pelab.report.design import load_design, reading_under, seeds_text
 from pelab.report.figures import curves_plot
 from pelab.report.rules import FLOOR_POLICY
 from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale
@@ -90,6 +91,7 @@ def load_context(folder: Path) -> ReportContext:
         excluded = len(store.excluded)  # rows that do not hold together: left out, and the report says how many
     if study is None:
         raise PelabError(f"out: {folder} has no study file recorded; run `pelab study` there first")
+    study, design = load_design(folder, study)  # a sequential study: the seeds its rounds added
     ids = {r.run_id for r in study.runs}
     rows = [r for r in rows if r["run_id"] in ids]
     rows = same_computation(rows)
@@ -107,6 +109,7 @@ def load_context(folder: Path) -> ReportContext:
         frame_all=frame,
         rate_choices=choices,
         excluded=excluded,
+        design=design,
         **study.report,
     )
 
@@ -214,6 +217,17 @@ def sequential_method(claims: list[ClaimResult]) -> str:
     return ""
 
 
+def sequential_text(ctx: ReportContext, claims: list[ClaimResult]) -> str:
+    """The method line's sentence on seeds for a sequential study: the method, the design and the seeds each arm
+    got; "" for fixed seeds."""
+    method = sequential_method(claims)
+    if ctx.design is None:
+        return method
+    from pelab.study.sequential import method_line
+
+    return f"{method or method_line(ctx.design.spending)}; {seeds_text(ctx.study, ctx.design)}"  # type: ignore[arg-type]
+
+
 def _plan_claims(ctx: ReportContext) -> None:
     """Start every claim's measures of stored models on the workers, in claim order, before any claim runs: the
     workers then stay busy while this process decides claim after claim, instead of waiting for one claim's
@@ -295,19 +309,33 @@ def template_env(folder: Path) -> jinja2.Environment:
     return env
 
 
+def decide_claims(folder: str | Path) -> list[ClaimResult]:
+    """Every claim decided from the stored runs, as the report decides them (analyses of stored models
+    included), without writing the report: what a sequential study reads after each round."""
+    ctx = load_context(Path(folder))
+    with report_pool() as pool, reading_under(ctx.design):
+        ctx.pool = pool
+        return _claims(ctx)
+
+
+def _claims(ctx: ReportContext) -> list[ClaimResult]:
+    from pelab.report.claims_pretrained import run_pretrained
+
+    # MiniLM's tables are measured (nothing trains) on a worker while the first claims run.
+    ctx.prefetch("pretrained", run_pretrained, ctx.folder, None)
+    _plan_claims(ctx)
+    claims = _run_claims(ctx)
+    ctx.prefetched("pretrained")  # written whole to the folder even when no claim read it
+    return claims
+
+
 def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, Path, list[ClaimResult]]:
     folder = Path(folder)
     started = time.perf_counter()
     ctx = load_context(folder)
-    from pelab.report.claims_pretrained import run_pretrained
-
-    with report_pool() as pool:
+    with report_pool() as pool, reading_under(ctx.design):
         ctx.pool = pool
-        # MiniLM's tables are measured (nothing trains) on a worker while the first claims run.
-        ctx.prefetch("pretrained", run_pretrained, folder, None)
-        _plan_claims(ctx)
-        claims = _run_claims(ctx)
-        ctx.prefetched("pretrained")  # written whole to the folder even when no claim read it
+        claims = _claims(ctx)
         sections = [s for s in (published_section(ctx, claims), rates_section(ctx, claims)) if s is not None]
         ctx.pool = None
     curves = _curves(ctx)
@@ -349,7 +377,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         headline=headline(claims),
         not_measured=not_measured(ctx),
         scale=scale(ctx),
-        sequential=sequential_method(claims),
+        sequential=sequential_text(ctx, claims),
     )
     data["report_seconds"] = f"{time.perf_counter() - started:.0f}"
     html_path, md_path = folder / "report.html", folder / "report.md"

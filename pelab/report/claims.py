@@ -230,6 +230,8 @@ class ReportContext:
     pending: dict[str, Future] = field(default_factory=dict)
     #: measures started on ``pool`` ahead of their first read (``submit``), by cache key, until first read
     started: dict[str, Future] = field(default_factory=dict)
+    #: a sequential study's design (``pelab.report.design``): the looks of every comparison; None: fixed seeds
+    design: Any = None
 
     def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
         """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 from scipy import stats as st
 
 from pelab.records import sizes_in
+from pelab.report.design import looks_for
 from pelab.report.resolution import Resolution, resolve
 from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.sequential import SPENDING_NAMES, Looks
@@ -624,6 +625,8 @@ def decide(
             rows.append(Row(c, NO_INFO, skipped=skipped))
             continue
         skipped = [x.info for x in item.tests[: item.tests.index(t)] if x.info is not None]
+        if t.looks is None and (looks := looks_for(c.a.run_ids, c.b.run_ids)) is not None:
+            t = replace(t, looks=looks)  # a sequential study: read at its last look's nominal level
         row = Row(c, INCONCLUSIVE, test=t, skipped=skipped, kind=kind)
         if t.looks is not None:
             row.notes.append(sequential_note(t.looks, alpha))

@@ -19,8 +19,14 @@ scientific axes, and pairs seeds across arms. One or more grids:
     set = { "model.combine" = "none" }
     axes = { "model.position.scheme" = ["rotary", "alibi"] }
 
-Axis keys are dotted paths into a run's config; an unknown key fails with the list
-of valid ones. The same config reached from two grids is one run.
+    [sequential]                             # optional: a decision instead of a seed count
+    max_seeds = 12                           # the cap; ``seeds`` are the first round
+    step = 2                                 # seeds added per round to the arms of open comparisons
+    spending = "obrien_fleming"              # or "pocock" (pelab.study.sequential)
+
+Seeds added in later rounds are the next integers after the largest listed seed, in order, so every arm's
+seeds are a prefix of one sequence and stay paired. Axis keys are dotted paths into a run's config; an unknown
+key fails with the list of valid ones. The same config reached from two grids is one run.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +44,14 @@ from pelab.config import MAX_SEED, TASK_DECIDES, PositionConfig, RunConfig, vali
 from pelab.errors import PelabError
 from pelab.study.stats import flatten
 
-TOP_KEYS = ("name", "description", "seeds", "task", "model", "train", "axes", "grid", "report", "pretrained")
+TOP_KEYS = (
+    "name", "description", "seeds", "task", "model", "train", "axes", "grid", "report", "pretrained", "sequential"
+)  # fmt: skip
+#: ``[sequential]``: the cap on seeds per arm, the seeds each round adds, the alpha-spending function.
+SEQUENTIAL_KEYS = ("max_seeds", "step", "spending")
+SPENDINGS = ("obrien_fleming", "pocock")
+#: The most seeds sequential rounds may give an arm: past this a seed count is no longer the question.
+MAX_SEQUENTIAL_SEEDS = 100
 #: What a [pretrained] table held while C9 trained outside the grids; refused, pointing at the C9 grids.
 OLD_PRETRAINED_KEYS = ("seeds", "steps", "batch_size", "length", "d", "d_position", "n_layers", "n_heads", "lr")
 REPORT_KEYS = {"floor": 0.8, "margin": 0.01}
@@ -79,6 +92,54 @@ class Grid:
     axes: dict[str, list[Any]]
 
 
+@dataclass(frozen=True)
+class Sequential:
+    """A study that asks for a decision instead of a seed count (``[sequential]``): its ``seeds`` are the first
+    round; each later round adds ``step`` seeds to the arms of comparisons still open, up to ``max_seeds``."""
+
+    max_seeds: int
+    step: int = 2
+    spending: str = "obrien_fleming"
+
+    def record(self) -> dict[str, Any]:
+        return {"max_seeds": self.max_seeds, "step": self.step, "spending": self.spending}
+
+
+def seed_sequence(seeds: list[int], n: int) -> list[int]:
+    """The first ``n`` seeds of an arm in a sequential study: the listed seeds, then the next integers after the
+    largest of them, in order (deterministic: a seed added in round r is the same whenever it is added)."""
+    extra = n - len(seeds)
+    return list(seeds[:n]) + [max(seeds) + 1 + i for i in range(max(extra, 0))]
+
+
+def _sequential(table: Any, seeds: list[int]) -> Sequential | None:
+    """``[sequential]``, checked: one line naming the key and what it allows."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise PelabError("sequential: must be a table, e.g. [sequential] max_seeds = 12, step = 2")
+    _check_keys("sequential", list(table), list(SEQUENTIAL_KEYS))
+    if "max_seeds" not in table:
+        raise PelabError("sequential.max_seeds: required (the cap on seeds per arm), e.g. max_seeds = 12")
+
+    def whole(key: str, lo: int, hi: int) -> int:
+        v = table[key]
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            raise PelabError(f"sequential.{key}: must be an integer in {lo}..{hi} (got {v!r})")
+        return v
+
+    if len(seeds) < 2:
+        raise PelabError(f"seeds: a sequential study starts with at least 2 seeds (got {seeds!r})")
+    cap = whole("max_seeds", len(seeds), MAX_SEQUENTIAL_SEEDS)
+    step = whole("step", 1, MAX_SEQUENTIAL_SEEDS) if "step" in table else 2
+    spending = table.get("spending", "obrien_fleming")
+    if spending not in SPENDINGS:
+        raise PelabError(f"sequential.spending: unknown value {spending!r}; allowed: {', '.join(SPENDINGS)}")
+    if max(seeds) + cap - len(seeds) > MAX_SEED:
+        raise PelabError(f"sequential.max_seeds: the added seeds would pass {MAX_SEED} (largest seed {max(seeds)})")
+    return Sequential(cap, step, spending)
+
+
 @dataclass
 class Study:
     name: str
@@ -98,6 +159,8 @@ class Study:
     #: runs of arms that train at several learning rates (``train.lr`` given as a list): the report keeps,
     #: per arm, the rate with the best validation loss, and scores it on the test split
     tuned: set[str] = field(default_factory=set)
+    #: ``[sequential]``: seeds added in rounds until each comparison is decided; None: a fixed seed count
+    sequential: Sequential | None = None
 
     @property
     def learning_rates(self) -> list[float]:
@@ -183,14 +246,15 @@ def _grid_runs(study: Study) -> tuple[int, str]:
     """How many runs the grids expand to before deduplication, and the biggest grid's sizes in words."""
     base = flatten(study.base, "")
     total, largest, words = 0, -1, ""
+    seeds = study.sequential.max_seeds if study.sequential else len(study.seeds)
     for g in study.grids:
         lr = {**base, **g.fixed}.get("train.lr")
         rates = len(lr) if isinstance(lr, list) else 1
-        n = math.prod(len(v) for v in g.axes.values()) * len(study.seeds) * rates
+        n = math.prod(len(v) for v in g.axes.values()) * seeds * rates
         total += n
         if n > largest:
             sizes = " x ".join(str(len(v)) for v in g.axes.values()) or "1"
-            largest, words = n, f"grid {g.name!r}: {sizes} points x {len(study.seeds)} seeds"
+            largest, words = n, f"grid {g.name!r}: {sizes} points x {seeds} seeds"
             words += f" x {rates} rates" if rates > 1 else ""
     return total, words
 
@@ -229,6 +293,7 @@ def parse_study(text: str, source: str = "") -> Study:
         raise PelabError(f"seeds: must be a non-empty list of integers in 0..{MAX_SEED} (got {seeds!r})")
     if len(set(seeds)) != len(seeds):
         raise PelabError(f"seeds: a seed is listed twice (got {seeds!r})")
+    sequential = _sequential(raw.get("sequential"), seeds)
     for key, most in (("name", MAX_NAME), ("description", 20 * MAX_NAME)):
         if key in raw and (not isinstance(raw[key], str) or len(raw[key]) > most):
             raise PelabError(f"{key}: must be a string of at most {most} characters")
@@ -275,6 +340,7 @@ def parse_study(text: str, source: str = "") -> Study:
         grids=grids,
         source=text,
         pretrained_models=pretrained_models,
+        sequential=sequential,
     )
     runs, largest = _grid_runs(study)
     if runs > MAX_RUNS:
@@ -324,6 +390,25 @@ def expand(study: Study) -> None:
     study.runs = list(runs.values())
     study.membership = membership
     study.tuned = tuned
+
+
+def with_seeds(study: Study, counts: dict[str, int]) -> Study:
+    """A copy of ``study`` whose arms (``RunConfig.arm_id``) named in ``counts`` have that many seeds
+    (``seed_sequence``): a sequential round's runs. Arms not named keep the study's seeds."""
+    runs = {r.run_id: r for r in study.runs}
+    membership = {k: list(v) for k, v in study.membership.items()}
+    tuned = set(study.tuned)
+    for cfg in study.runs:
+        n = counts.get(cfg.arm_id, 0)
+        if cfg.seed != study.seeds[0] or n <= len(study.seeds):
+            continue
+        for seed in seed_sequence(study.seeds, n)[len(study.seeds) :]:
+            new = cfg.model_copy(update={"seed": seed})
+            runs.setdefault(new.run_id, new)
+            membership.setdefault(new.run_id, list(study.membership.get(cfg.run_id, [])))
+            if cfg.run_id in study.tuned:
+                tuned.add(new.run_id)
+    return replace(study, runs=list(runs.values()), membership=membership, tuned=tuned)
 
 
 def load_study(path: str | Path) -> Study:

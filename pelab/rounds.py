@@ -1,0 +1,169 @@
+"""Sequential seeds, end to end: run a round, read the verdicts, add seeds only where a comparison is still open.
+
+A study with a ``[sequential]`` table (``pelab.study.grid``) asks for a decision instead of a seed count. Round 1
+trains every arm on the study's ``seeds``; after each round every claim is decided from the stored runs, as the
+report decides it (``report.build.decide_claims``: analyses of stored models included), under the design's alpha
+spending (``pelab.study.sequential``); the comparisons still undecided below the cap (``still_open``) name the arms
+that get ``step`` more seeds in the next round (each arm up to the largest count an open comparison reading it
+asks for, at most the cap; the seeds are the next of one sequence, so arms stay paired). It stops when nothing is
+open or every open comparison is at the cap.
+
+Deterministic and resumable: each round trains through ``run_study``, which skips stored runs, and a seed's numbers
+do not depend on which seeds share its stack; a rerun replays the rounds from the first, deciding each from the
+runs of that round alone, so it takes the same decisions and trains nothing twice, after a kill at any moment.
+Each round's seed counts (and what it found open) are written to ``sequential.json`` before its claims are read
+(``pelab.report.design``), so the report reads every comparison with the looks it was examined at.
+
+It reads verdicts, so it stands above the report in the layers of ``pyproject.toml`` (only the CLI imports it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from pelab.errors import PelabError
+from pelab.report.build import decide_claims
+from pelab.report.claims import ClaimResult
+from pelab.report.design import arm_names, write_record
+from pelab.report.verdicts import INCONCLUSIVE
+from pelab.study.driver import StudyOutcome, run_study
+from pelab.study.grid import Study, with_seeds
+from pelab.study.sequential import still_open
+
+Decide = Callable[[Path], list[ClaimResult]]
+
+
+@dataclass
+class SequentialOutcome:
+    """What the rounds did: each round's outcome of ``run_study``, the seed counts each arm ended with, and the
+    comparisons still open at the end (at the cap)."""
+
+    rounds: list[StudyOutcome] = field(default_factory=list)
+    seeds: dict[str, int] = field(default_factory=dict)
+    still_open: list[str] = field(default_factory=list)
+
+    @property
+    def ran(self) -> int:
+        return sum(o.ran for o in self.rounds)
+
+    @property
+    def skipped(self) -> int:
+        """Runs of the last round that were stored before this call trained any."""
+        return (self.rounds[-1].total if self.rounds else 0) - self.ran
+
+    @property
+    def failed(self) -> int:
+        return sum(o.failed for o in self.rounds)
+
+    @property
+    def diverged(self) -> int:
+        return sum(o.diverged for o in self.rounds)
+
+    @property
+    def seconds(self) -> float:
+        return sum(o.seconds for o in self.rounds)
+
+
+def open_rows(claims: Sequence[ClaimResult]) -> list[tuple[str, dict[str, Any]]]:
+    """Every comparison (claims.json row of a family: ``claims.row_records``) with the claim it belongs to; rows
+    of other shapes (a table of measures) compare no arms and are left out."""
+    keys = ("verdict", "a", "b", "a_runs", "b_runs")
+    return [(c.id, row) for c in claims for row in c.rows if all(k in row for k in keys)]
+
+
+def _runs_arm(study: Study) -> dict[str, str]:
+    return {r.run_id: r.arm_id for r in study.runs}
+
+
+def next_counts(
+    rows: Sequence[tuple[str, Mapping[str, Any]]], study: Study, counts: Mapping[str, int]
+) -> tuple[dict[str, int], list[str]]:
+    """The next round's seed count of every arm that an open comparison reads, and those comparisons in words.
+    An arm's count goes to the largest that its open comparisons ask for (their paired seeds + step, at most the
+    cap); an arm already there (another comparison took it further) gets nothing."""
+    assert study.sequential is not None
+    cap, step = study.sequential.max_seeds, study.sequential.step
+    arm_of = _runs_arm(study)
+    target: dict[str, int] = {}
+    words = []
+    for claim, row in rows:
+        for o in still_open([row], cap + 1, INCONCLUSIVE):  # at the cap too: said, though it takes no seeds
+            want = min(cap, o.seeds + step)
+            arms = {arm_of[r] for r in (*o.a.runs, *o.b.runs) if r in arm_of}
+            for arm in arms:
+                if want > counts.get(arm, len(study.seeds)):
+                    target[arm] = max(target.get(arm, 0), want)
+            cap_note = " (the cap)" if o.seeds >= cap else ""
+            words.append(f"{claim} {o.a.label} vs {o.b.label} at {o.seeds} seeds{cap_note}{_place(row)}")
+    return target, list(dict.fromkeys(words))
+
+
+def _place(row: Mapping[str, Any]) -> str:
+    where = dict(row.get("where", {}))
+    task = where.get("task.name")
+    return f" ({task})" if task else ""
+
+
+def run_sequential(
+    study: Study,
+    out: Path,
+    console: Console | None = None,
+    decide: Decide = decide_claims,
+    **run: Any,
+) -> SequentialOutcome:
+    """Run ``study`` (which has a ``[sequential]`` table) in rounds until nothing is open or the cap is reached.
+    ``run``: ``run_study``'s options (workers, device, backend, ...); the caller holds the folder's lock."""
+    assert study.sequential is not None, "a study without [sequential] runs with run_study"
+    console = console or Console()
+    out = Path(out)
+    seq = study.sequential
+    names = arm_names(study)
+    counts: dict[str, int] = {arm: len(study.seeds) for arm in names}
+    history: list[dict[str, Any]] = []
+    outcome = SequentialOutcome()
+    out.mkdir(parents=True, exist_ok=True)
+    for number in range(1, seq.max_seeds + 1):  # every round adds a seed to some arm, so this bounds it
+        current = with_seeds(study, counts)
+        history.append({"round": number, "seeds": dict(counts)})
+        write_record(out, {"seeds": study.seeds, **seq.record()}, history)  # the looks the claims read
+        console.print(_round_line(number, counts, study))
+        outcome.rounds.append(run_study(current, out, console=console, **{**run, "locked": True}))
+        try:
+            claims = decide(out)
+        except PelabError as e:  # no finished run to read (every run failed): nothing can be decided
+            console.print(f"round {number}: no verdict can be read ({escape(str(e))})")
+            break
+        target, words = next_counts(open_rows(claims), current, counts)
+        history[-1]["open"] = words
+        history[-1]["added"] = {names[a]: n - counts.get(a, len(study.seeds)) for a, n in target.items()}
+        write_record(out, {"seeds": study.seeds, **seq.record()}, history)
+        if not words:
+            console.print(f"round {number}: every comparison is decided")
+            break
+        console.print(f"round {number}: {len(words)} comparison(s) still open: " + escape("; ".join(words)))
+        if not target:
+            console.print(f"round {number}: no open comparison can take more seeds (cap {seq.max_seeds})")
+            outcome.still_open = words
+            break
+        more = "; ".join(f"{names[a]} +{n - counts.get(a, len(study.seeds))}" for a, n in target.items())
+        console.print(f"round {number + 1}: seeds to {len(target)} arm(s): " + escape(more))
+        counts.update(target)
+    outcome.seeds = {names[a]: n for a, n in counts.items()}
+    spread = ", ".join(f"{escape(k)} {v}" for k, v in outcome.seeds.items())
+    console.print(f"sequential seeds: {len(outcome.rounds)} round(s); seeds each arm got: {spread}")
+    return outcome
+
+
+def _round_line(number: int, counts: Mapping[str, int], study: Study) -> str:
+    spread: dict[int, int] = {}
+    for n in counts.values():
+        spread[n] = spread.get(n, 0) + 1
+    each = ", ".join(f"{k} seeds for {v} arm(s)" for k, v in sorted(spread.items()))
+    cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
+    return f"[bold]round {number}[/] (sequential seeds, cap {cap}): {each}"

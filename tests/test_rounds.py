@@ -1,0 +1,234 @@
+"""Sequential seeds end to end (``[sequential]``, ``pelab.rounds``, ``pelab.report.design``): the study file, the
+seeds each round adds, the looks the report reads, and a rerun that takes the same decisions and trains nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from pelab.errors import PelabError
+from pelab.report.build import load_context
+from pelab.report.claims import ClaimResult
+from pelab.report.design import Design, read_record
+from pelab.report.verdicts import INCONCLUSIVE, SUPPORTED
+from pelab.rounds import run_sequential
+from pelab.study.grid import parse_study, seed_sequence, with_seeds
+from pelab.study.sequential import Looks
+from pelab.study.store import DB_NAME
+
+TINY = """
+name = "tiny-seq"
+seeds = [0, 1, 2]
+[task]
+name = "reverse"
+length = 5
+vocab = 8
+[model]
+d = 16
+n_heads = 2
+[train]
+steps = 20
+eval_batches = 2
+[axes]
+"model.combine" = {combines}
+[report]
+floor = 0.1
+[sequential]
+max_seeds = 5
+step = 1
+"""
+
+
+def tiny(combines: list[str] = ["add", "concat_split"]) -> str:  # noqa: B006 - read only
+    return TINY.format(combines=json.dumps(combines))
+
+
+@pytest.mark.parametrize(
+    ("table", "needle"),
+    [
+        ("[sequential]\nstep = 2", "sequential.max_seeds: required"),
+        ("[sequential]\nmax_seeds = 2", "sequential.max_seeds: must be an integer in 3..100"),
+        ("[sequential]\nmax_seeds = 12\nstep = 0", "sequential.step: must be an integer in 1..100"),
+        ("[sequential]\nmax_seeds = 12\nstep = true", "sequential.step"),
+        ("[sequential]\nmax_seeds = 12\nspending = 'linear'", "allowed: obrien_fleming, pocock"),
+        ("[sequential]\nmax_seeds = 12\ncap = 3", "sequential: unknown key 'cap'; allowed: max_seeds, step, spending"),
+        ("sequential = 12", "sequential: must be a table"),
+    ],
+)
+def test_a_bad_sequential_table_fails_in_one_line_naming_the_key(table: str, needle: str) -> None:
+    text = "seeds = [0, 1, 2]\n" + table + '\n[task]\nname = "reverse"\n'
+    with pytest.raises(PelabError) as e:
+        parse_study(text)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_sequential_study_starts_with_at_least_two_seeds() -> None:
+    with pytest.raises(PelabError, match="at least 2 seeds"):
+        parse_study('seeds = [0]\n[task]\nname = "reverse"\n[sequential]\nmax_seeds = 5\n')
+
+
+def test_added_seeds_are_the_next_integers_and_keep_arms_paired() -> None:
+    study = parse_study(tiny())
+    assert study.sequential is not None and study.sequential.record() == {
+        "max_seeds": 5,
+        "step": 1,
+        "spending": "obrien_fleming",
+    }
+    assert seed_sequence([0, 1, 2], 5) == [0, 1, 2, 3, 4] and seed_sequence([7, 3], 4) == [7, 3, 8, 9]
+    arms = sorted({r.arm_id for r in study.runs})
+    grown = with_seeds(study, {arms[0]: 5})
+    seeds = {a: sorted(r.seed for r in grown.runs if r.arm_id == a) for a in arms}
+    assert seeds == {arms[0]: [0, 1, 2, 3, 4], arms[1]: [0, 1, 2]}
+    # the same counts give the same runs, whenever they are asked for
+    assert [r.run_id for r in with_seeds(study, {arms[0]: 5}).runs] == [r.run_id for r in grown.runs]
+    assert len(study.runs) == 6  # the study itself is untouched
+
+
+def test_looks_count_every_round_either_arm_changed() -> None:
+    """Arm a gets a seed for another comparison in round 2 (no new paired seed: no new look), b catches up in
+    round 3; a third arm c never moves."""
+    runs = {f"{arm}{s}": (s, 1 if s < 3 else r) for arm, r in (("a", 2), ("b", 3)) for s in range(4)}
+    runs |= {f"c{s}": (s, 1) for s in range(3)}
+    design = Design(cap=5, spending="obrien_fleming", runs=runs, rounds=3)
+    a, b, c = ([f"{x}{s}" for s in range(4 if x != "c" else 3)] for x in "abc")
+    assert design.looks(a, b) == Looks((3, 4), 5)
+    assert design.looks(a, c) == Looks((3,), 5)
+    assert design.looks(a, ["elsewhere"]) is None  # a run outside the design: fixed seeds
+
+
+def planted(out: Path) -> list[ClaimResult]:
+    """A verdict engine with planted decisions: add and concat_split stay undecided until they have 4 paired
+    seeds; every comparison with concat_wide is decided from the first look. It reads the runs as the report
+    does (``load_context``: those of the rounds recorded so far), as ``decide_claims`` does."""
+    rows = [r for r in load_context(out).rows if r["status"] == "done"]  # the runs of the round being decided
+    runs: dict[str, list[str]] = {}
+    for r in rows:
+        runs.setdefault(r["config"]["model"]["combine"], []).append(r["run_id"])
+    records: list[dict[str, Any]] = []
+    for a, b in (("add", "concat_split"), ("add", "concat_wide")):
+        seeds = min(len(runs[a]), len(runs[b]))
+        verdict = INCONCLUSIVE if b == "concat_split" and seeds < 4 else SUPPORTED
+        records.append({"a": a, "b": b, "a_runs": runs[a], "b_runs": runs[b], "seeds": seeds, "verdict": verdict})
+    return [ClaimResult("C6", "t", "c", "s", "r", rows=records)]
+
+
+def test_only_the_arms_of_open_comparisons_get_seeds_and_it_stops_when_decided(tmp_path: Path) -> None:
+    study = parse_study(tiny(["add", "concat_split", "concat_wide"]))
+    out = tmp_path / "out"
+    console = Console(record=True, width=200)
+    outcome = run_sequential(study, out, console=console, decide=planted, workers=1)
+    assert outcome.seeds == {"reverse: add": 4, "reverse: concat_split": 4, "reverse: concat_wide": 3}
+    assert len(outcome.rounds) == 2 and outcome.ran == 9 + 2 and outcome.still_open == []
+    text = console.export_text()
+    assert "round 1: 1 comparison(s) still open: C6 add vs concat_split at 3 seeds" in text
+    assert "round 2: seeds to 2 arm(s): reverse: add +1; reverse: concat_split +1" in text
+    assert "round 2: every comparison is decided" in text
+    record = read_record(out)
+    assert record is not None and [sorted(r.values()) for r in record["counts"]] == [[3, 3, 3], [3, 4, 4]]
+    # a rerun replays the rounds, takes the same decisions and trains nothing
+    again = run_sequential(study, out, console=Console(file=None, quiet=True), decide=planted, workers=1)
+    assert again.ran == 0 and again.seeds == outcome.seeds and read_record(out) == record
+
+
+def pelab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pelab", *args], capture_output=True, text=True, timeout=900)
+
+
+def test_a_tiny_sequential_study_reports_its_looks_and_a_rerun_trains_nothing(tmp_path: Path) -> None:
+    """The real verdict engine: C6 (concat_split against add at d=16, 20 steps) stays open to the cap of 5; the
+    report reads every comparison with the looks it was examined at and names the design and each arm's seeds."""
+    f = tmp_path / "tiny.toml"
+    f.write_text(tiny())
+    out = tmp_path / "out"
+    first = pelab("study", str(f), "--out", str(out), "--workers", "1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "round 1: 2 comparison(s) still open: C6 concat_split vs add at 3 seeds" in first.stdout
+    assert "sequential seeds: 3 round(s); seeds each arm got: reverse: add 5, reverse: concat_split 5" in first.stdout
+    claims = json.loads((out / "claims.json").read_text())
+    c6 = next(c for c in claims if c["id"] == "C6")
+    assert c6["rows"] and all(r["looks"] == {"counts": [3, 4, 5], "cap": 5, "spending": "obrien_fleming"}
+                              for r in c6["rows"])  # fmt: skip
+    report = (out / "report.md").read_text()
+    assert "Lan–DeMets alpha spending" in report and "seeds each arm got: reverse: add 5" in report
+    assert "looks at 3, 4, 5 seeds of a cap of 5" in report
+    again = pelab("study", str(f), "--out", str(out), "--workers", "1")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "0 run(s) in" in again.stdout
+    assert json.loads((out / "claims.json").read_text()) == claims
+
+
+KILLED = """
+import sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from test_rounds import planted, tiny
+from pelab.rounds import run_sequential
+from pelab.study.grid import parse_study
+study = parse_study(tiny(["add", "concat_split", "concat_wide"]))
+run_sequential(study, Path({out!r}), decide=planted, workers={workers}, backend={backend!r}, threads=1)
+"""
+
+
+def stored(out: Path) -> dict[str, str]:
+    with sqlite3.connect(out / DB_NAME) as conn:
+        return {r[0]: r[1] for r in conn.execute("SELECT run_id, metrics FROM runs WHERE status = 'done'")}
+
+
+def test_a_sequential_study_killed_in_its_second_round_resumes_to_the_same_decisions(tmp_path: Path) -> None:
+    """kill -9 once round 2 has begun, then run again: the rounds replay from the stored runs, only the runs
+    missing are trained, and the record and the stored numbers are those of a study never interrupted."""
+    study = parse_study(tiny(["add", "concat_split", "concat_wide"]))
+    whole = tmp_path / "whole"
+    run_sequential(study, whole, console=Console(quiet=True), decide=planted, workers=1)
+    out = tmp_path / "killed"
+    code = KILLED.format(tests=str(Path(__file__).parent), out=str(out), workers=1, backend="local")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            record = read_record(out) if (out / "sequential.json").is_file() else None
+            if record is not None and len(record["rounds"]) == 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    before = stored(out)
+    assert len(before) < len(stored(whole))  # killed before round 2 finished
+    again = run_sequential(study, out, console=Console(quiet=True), decide=planted, workers=1)
+    assert again.ran == len(stored(whole)) - len(before)  # nothing trained twice
+    assert read_record(out) == read_record(whole)
+    assert stored(out) == stored(whole)  # the same numbers, whether a seed trained before or after the kill
+
+
+def test_the_ray_backend_takes_the_same_decisions(tmp_path: Path) -> None:
+    """The rounds on a local Ray instance: the same record and the same stored numbers as the local backend."""
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'pelab[ray]'")
+    study = parse_study(tiny(["add", "concat_split", "concat_wide"]))
+    local = tmp_path / "local"
+    run_sequential(study, local, console=Console(quiet=True), decide=planted, workers=1)
+    out = tmp_path / "ray"
+    code = KILLED.format(tests=str(Path(__file__).parent), out=str(out), workers=2, backend="ray")
+    short = tempfile.mkdtemp(prefix="plr")  # Ray's socket paths must be short
+    env = dict(os.environ, RAY_TMPDIR=short, RAY_USAGE_STATS_ENABLED="0")
+    try:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert read_record(out) == read_record(local)
+    assert stored(out) == stored(local)

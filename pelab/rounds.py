@@ -101,7 +101,8 @@ def next_counts(
                     target[arm] = max(target.get(arm, 0), want)
             cap_note = " (the cap)" if o.seeds >= cap else ""
             words.append(f"{claim} {o.a.label} vs {o.b.label} at {o.seeds} seeds{cap_note}{_place(row)}")
-    return target, list(dict.fromkeys(words))
+    order = list(dict.fromkeys(arm_of.values()))  # the study's order, so every run prints and records alike
+    return {a: target[a] for a in order if a in target}, list(dict.fromkeys(words))
 
 
 def _place(row: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ from rich.console import Console
 from pelab.errors import PelabError
 from pelab.report.build import load_context
 from pelab.report.claims import ClaimResult
+from pelab.report.console import results_table
 from pelab.report.design import Design, read_record
 from pelab.report.verdicts import INCONCLUSIVE, SUPPORTED
 from pelab.rounds import run_sequential
@@ -137,6 +138,10 @@ def test_only_the_arms_of_open_comparisons_get_seeds_and_it_stops_when_decided(t
     assert "round 2: every comparison is decided" in text
     record = read_record(out)
     assert record is not None and [sorted(r.values()) for r in record["counts"]] == [[3, 3, 3], [3, 4, 4]]
+    table = Console(record=True, width=200)
+    results_table(table, out)  # `pelab results` counts the seeds the rounds added
+    cells = [line.split("│") for line in table.export_text().splitlines() if line.count("│") > 3]
+    assert {c[1].strip(): c[2].strip() for c in cells} == {"add": "4", "concat_split": "4", "concat_wide": "3"}
     # a rerun replays the rounds, takes the same decisions and trains nothing
     again = run_sequential(study, out, console=Console(file=None, quiet=True), decide=planted, workers=1)
     assert again.ran == 0 and again.seeds == outcome.seeds and read_record(out) == record

@@ -57,6 +57,9 @@ def results_table(
         raise PelabError(f"out: {out} has no stored runs yet")
     frame = runs_frame(rows)
     if study is not None:
+        from pelab.report.design import load_design
+
+        study = load_design(out, study)[0]  # a sequential study: with the seeds its rounds added
         frame = frame[frame.run_id.isin({r.run_id for r in study.runs})]
     keys = by or (study.axes if study is not None else []) or ["task.name"]
     for k in keys:

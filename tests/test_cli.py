@@ -141,12 +141,16 @@ def run_in_process(args: list[str], monkeypatch, capsys) -> Result:
     return Result(e.value.code, captured.out, captured.err, Path.cwd())
 
 
-def test_list_names_every_scheme_and_combiner(monkeypatch, capsys) -> None:
+def test_list_names_every_scheme_combiner_and_task(monkeypatch, capsys) -> None:
+    from pelab.tasks import TASKS
+
     r = run_in_process(["list"], monkeypatch, capsys)
     assert r.rc == 0, r.stderr
-    schemes_part, combiners_part = r.stdout.split("\ncombiners")
+    schemes_part, rest = r.stdout.split("\ncombiners")
+    combiners_part, tasks_part = rest.split("\ntasks")
     assert set(SCHEMES) <= set(first_cells(schemes_part))
     assert set(first_cells(combiners_part)) == set(COMBINERS)
+    assert set(first_cells(tasks_part)) == set(TASKS)
 
 
 def test_params_prints_a_row_per_combiner_with_hand_counted_sizes(monkeypatch, capsys) -> None:

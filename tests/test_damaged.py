@@ -15,6 +15,11 @@ import pytest
 import torch
 
 from pelab.files import read_json_cache
+from pelab.records import ENGINE
+
+#: A stub backend's runs name the current computation, as real ones do (else a resume trains them again).
+STUB_VERSIONS = {"engine": ENGINE}
+
 
 DATA = Path(__file__).parent / "data"
 
@@ -236,12 +241,14 @@ def test_pelab_study_trains_a_run_with_a_damaged_checkpoint_again(tmp_path, caps
 
     @contextmanager
     def recording(*args: object, **kwargs: object):
-        def execute(runs, on_result) -> None:
-            for cfg in runs:
+        def execute(groups, on_result) -> None:  # groups of one arm's seeds, as driver._backend's execute
+            for cfg in (c for g in groups for c in g):
                 trained.append(cfg.run_id)
-                on_result(cfg, RunResult(run_id=cfg.run_id, status="done", metrics={"acc": 0.5}))
+                on_result(
+                    cfg, RunResult(run_id=cfg.run_id, status="done", metrics={"acc": 0.5}, versions=STUB_VERSIONS)
+                )
 
-        yield "a stub", execute
+        yield "a stub", execute, 1
 
     monkeypatch.setattr(driver, "_backend", recording)
     (tmp_path / "s.toml").write_text(TINY)

@@ -24,9 +24,13 @@ from rich.console import Console
 
 from pelab.cli import main
 from pelab.errors import PelabError
-from pelab.records import RunResult
+from pelab.records import ENGINE, RunResult
 from pelab.study.grid import MAX_RUNS, parse_study
 from pelab.study.store import Store, StudyLock
+
+#: A stub backend's runs name the current computation, as real ones do (else a resume trains them again).
+STUB_VERSIONS = {"engine": ENGINE}
+
 
 BASE = {"task": {"name": '"reverse"', "length": "4"}, "model": {"d": "16"}, "train": {"steps": "1"}}
 
@@ -262,11 +266,20 @@ def stub_backend(statuses: list[str], reason: str = "boom") -> Iterator[None]:
 
     @contextmanager
     def fake(*args: object, **kwargs: object):
-        def execute(runs, on_result) -> None:
+        def execute(groups, on_result) -> None:  # groups of one arm's seeds, as driver._backend's execute
+            runs = [cfg for g in groups for cfg in g]
             for cfg, status in zip(runs, statuses * len(runs), strict=False):
-                on_result(cfg, RunResult(run_id=cfg.run_id, status=status, reason=None if status == "done" else reason))
+                on_result(
+                    cfg,
+                    RunResult(
+                        run_id=cfg.run_id,
+                        status=status,
+                        reason=None if status == "done" else reason,
+                        versions=STUB_VERSIONS,
+                    ),
+                )
 
-        yield "a stub", execute
+        yield "a stub", execute, 1
 
     original = driver._backend
     driver._backend = fake

@@ -17,8 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hardening import TINY, cli, one_line
 
-from pelab.records import RunResult
+from pelab.records import ENGINE, RunResult
 from pelab.study.store import DB_NAME, Store, row_problem
+
+#: A stub backend's runs name the current computation, as real ones do (else a resume trains them again).
+STUB_VERSIONS = {"engine": ENGINE}
 
 
 @contextmanager
@@ -27,11 +30,13 @@ def stored(metrics: dict[str, float]):
 
     @contextmanager
     def fake(*args: object, **kwargs: object):
-        def execute(runs, on_result) -> None:
-            for cfg in runs:
-                on_result(cfg, RunResult(run_id=cfg.run_id, status="done", metrics=metrics, params=10))
+        def execute(groups, on_result) -> None:  # groups of one arm's seeds, as driver._backend's execute
+            for cfg in (c for g in groups for c in g):
+                on_result(
+                    cfg, RunResult(run_id=cfg.run_id, status="done", metrics=metrics, params=10, versions=STUB_VERSIONS)
+                )
 
-        yield "a stub", execute
+        yield "a stub", execute, 1
 
     original = driver._backend
     driver._backend = fake

@@ -11,129 +11,22 @@ count give the same numbers bit for bit on CPU.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import hashlib
 import math
-import platform
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-import pelab
 from pelab.config import RunConfig
 from pelab.device import resolve_device
-from pelab.errors import PelabError
 from pelab.model import Transformer
 from pelab.records import RunResult, size_metric
-from pelab.tasks import Batch, Task, make_task
+from pelab.tasks import make_task
 
-
-@functools.cache
-def source_digest() -> str:
-    """A hash of pelab's own files: two machines with the same version string can still run different code
-    (an editable install, a local patch), and a study spread over several machines must not mix them."""
-    root = Path(pelab.__file__).parent
-    h = hashlib.sha256()
-    for f in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".py", ".toml", ".j2"}):
-        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def versions() -> dict[str, str]:
-    return {
-        "pelab": pelab.__version__,
-        "pelab_source": source_digest(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-    }
-
-
-@functools.cache
-def bf16_supported(device: torch.device) -> bool:
-    """Whether this device computes bf16 natively or through oneDNN's bf16 kernels (CPU: AVX512-BW or
-    newer; native, and so faster than fp32, only with AVX512-BF16 or AMX: see bench/precision.py)."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
-    """Where the forward pass runs: fp32 as it always did (nothing wraps it), or under bf16 autocast
-    (matmuls and attention in bf16; weights, gradients and optimiser state stay fp32)."""
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    if not bf16_supported(device):
-        raise PelabError(f"train.precision: bf16 is not supported on {device} here; use fp32")
-    return torch.autocast(device.type, dtype=torch.bfloat16)
-
-
-def batch_loss(
-    model: Transformer, batch: Batch, precision: str = "fp32"
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Mean cross-entropy over scored targets; also per-target correctness and the mask, flat.
-    The forward pass runs in ``precision``; the loss is always computed in fp32."""
-    with autocast(precision, batch.inputs.device):
-        logits = model(batch.inputs, batch.segments).logits  # (B, T, V) or (B, V)
-    logits = logits.float().reshape(-1, logits.shape[-1])  # .float() is a no-op in fp32
-    targets, mask = batch.targets.reshape(-1), batch.mask.reshape(-1)
-    loss = F.cross_entropy(logits[mask], targets[mask])
-    correct = logits.argmax(-1) == targets
-    return loss, correct, mask
-
-
-@torch.no_grad()
-def evaluate(
-    model: Transformer,
-    task: Task,
-    n: int,
-    batch_size: int,
-    count: int,
-    generator: torch.Generator,
-    device: torch.device,
-    split: str = "test",
-    precision: str = "fp32",
-) -> dict[str, float]:
-    """Loss, token accuracy, whole-sequence exact match at size n; for language models also perplexity and
-    bits per byte (the inputs are bytes, so the mean loss in nats per target byte over ln 2)."""
-    model.eval()
-    total_loss, scored, right, seqs, exact = 0.0, 0, 0, 0, 0
-    for batch in task.eval_batches(n, batch_size, count, generator, split=split):
-        batch = batch.to(device)
-        loss, correct, mask = batch_loss(model, batch, precision)
-        k = int(mask.sum())
-        total_loss += float(loss) * k
-        scored += k
-        right += int((correct & mask).sum())
-        per_seq = (correct | ~mask).reshape(batch.targets.shape[0], -1).all(dim=1)
-        seqs += per_seq.numel()
-        exact += int(per_seq.sum())
-    model.train()
-    out = {"loss": total_loss / scored, "acc": right / scored, "exact": exact / seqs}
-    if task.reports_perplexity:
-        out["ppl"] = math.exp(min(out["loss"], 50.0))
-        out["bpb"] = out["loss"] / math.log(2)
-    return out
-
-
-def lr_lambda(steps: int, warmup: float) -> Callable[[int], float]:
-    w = max(1, int(warmup * steps))
-
-    def f(step: int) -> float:
-        if step < w:
-            return (step + 1) / w
-        progress = (step - w) / max(1, steps - w)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
-
-    return f
+# The helpers this path shared with today's are unchanged in pelab.train: only the training loop is kept here.
+from pelab.train import autocast, batch_loss, evaluate, lr_lambda, versions  # noqa: E402
 
 
 def train_run(
@@ -258,4 +151,4 @@ def _train(
     )
 
 
-__all__ = ["RunResult", "autocast", "bf16_supported", "evaluate", "train_run", "versions"]
+__all__ = ["train_run"]

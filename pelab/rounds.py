@@ -29,6 +29,7 @@ from rich.markup import escape
 
 from pelab.errors import PelabError
 from pelab.report.build import decide_claims
+from pelab.report.catalog import all_claims
 from pelab.report.claims import ClaimResult
 from pelab.report.design import arm_names, write_record
 from pelab.report.verdicts import INCONCLUSIVE
@@ -93,6 +94,8 @@ def next_counts(
     target: dict[str, int] = {}
     words = []
     for claim, row in rows:
+        if not study.sequential.buys_seeds(claim):
+            continue
         for o in still_open([row], cap + 1, INCONCLUSIVE):  # at the cap too: said, though it takes no seeds
             want = min(cap, o.seeds + step)
             arms = {arm_of[r] for r in (*o.a.runs, *o.b.runs) if r in arm_of}
@@ -124,6 +127,9 @@ def run_sequential(
     console = console or Console()
     out = Path(out)
     seq = study.sequential
+    known = [c.id for c in all_claims()]
+    if unknown := [c for c in seq.claims if c not in known]:
+        raise PelabError(f"sequential.claims: unknown claim {unknown[0]!r}; allowed: {', '.join(known)}")
     names = arm_names(study)
     counts: dict[str, int] = {arm: len(study.seeds) for arm in names}
     history: list[dict[str, Any]] = []
@@ -145,7 +151,8 @@ def run_sequential(
         history[-1]["added"] = {names[a]: n - counts.get(a, len(study.seeds)) for a, n in target.items()}
         write_record(out, {"seeds": study.seeds, **seq.record()}, history)
         if not words:
-            console.print(f"round {number}: every comparison is decided")
+            which = f" of {', '.join(seq.claims)}" if seq.claims else ""
+            console.print(f"round {number}: every comparison{which} is decided")
             break
         console.print(f"round {number}: {len(words)} comparison(s) still open: " + escape("; ".join(words)))
         if not target:

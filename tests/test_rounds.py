@@ -24,7 +24,7 @@ from pelab.report.claims import ClaimResult
 from pelab.report.console import results_table
 from pelab.report.design import Design, read_record
 from pelab.report.verdicts import INCONCLUSIVE, SUPPORTED
-from pelab.rounds import run_sequential
+from pelab.rounds import next_counts, run_sequential
 from pelab.study.grid import parse_study, seed_sequence, with_seeds
 from pelab.study.sequential import Looks
 from pelab.study.store import DB_NAME
@@ -64,7 +64,11 @@ def tiny(combines: list[str] = ["add", "concat_split"]) -> str:  # noqa: B006 - 
         ("[sequential]\nmax_seeds = 12\nstep = 0", "sequential.step: must be an integer in 1..100"),
         ("[sequential]\nmax_seeds = 12\nstep = true", "sequential.step"),
         ("[sequential]\nmax_seeds = 12\nspending = 'linear'", "allowed: obrien_fleming, pocock"),
-        ("[sequential]\nmax_seeds = 12\ncap = 3", "sequential: unknown key 'cap'; allowed: max_seeds, step, spending"),
+        ("[sequential]\nmax_seeds = 12\ncap = 3", "sequential: unknown key 'cap'; allowed: max_seeds, step, spending, claims"),
+        ("[sequential]\nmax_seeds = 12\nclaims = 'C6'", "sequential.claims: must be a non-empty list"),
+        ("[sequential]\nmax_seeds = 12\nclaims = []", "sequential.claims: must be a non-empty list"),
+        ("[sequential]\nmax_seeds = 12\nclaims = ['C6', 'C6']", "sequential.claims: must be a non-empty list"),
+        ("[sequential]\nmax_seeds = 12\nclaims = ['six']", "sequential.claims: must be a non-empty list"),
         ("sequential = 12", "sequential: must be a table"),
     ],
 )
@@ -95,6 +99,28 @@ def test_added_seeds_are_the_next_integers_and_keep_arms_paired() -> None:
     # the same counts give the same runs, whenever they are asked for
     assert [r.run_id for r in with_seeds(study, {arms[0]: 5}).runs] == [r.run_id for r in grown.runs]
     assert len(study.runs) == 6  # the study itself is untouched
+
+
+def test_only_the_named_claims_open_comparisons_buy_seeds() -> None:
+    """``claims``: an open comparison of another claim is left as it is (it takes no seeds and is not listed)."""
+    study = parse_study(tiny().replace("step = 1", 'step = 1\nclaims = ["C6"]'))
+    assert study.sequential is not None and study.sequential.record()["claims"] == ["C6"]
+    by_combine: dict[str, list[str]] = {}
+    for r in study.runs:
+        by_combine.setdefault(r.model.combine, []).append(r.run_id)
+    row = {"verdict": INCONCLUSIVE, "a": "add", "b": "concat_split", "seeds": 3, "where": {}}
+    row |= {"a_runs": by_combine["add"], "b_runs": by_combine["concat_split"]}
+    counts = {a: 3 for a in {r.arm_id for r in study.runs}}
+    assert next_counts([("C2", row)], study, counts) == ({}, [])
+    target, words = next_counts([("C6", row)], study, counts)
+    assert sorted(target.values()) == [4, 4] and len(words) == 1 and words[0].startswith("C6 add vs concat_split")
+
+
+def test_a_sequential_claim_that_names_no_declared_claim_fails_before_training(tmp_path: Path) -> None:
+    study = parse_study(tiny().replace("step = 1", 'step = 1\nclaims = ["C42"]'))
+    with pytest.raises(PelabError, match="sequential.claims: unknown claim 'C42'; allowed: C1, C2"):
+        run_sequential(study, tmp_path / "out", console=Console(quiet=True), decide=planted, workers=1)
+    assert not (tmp_path / "out" / DB_NAME).exists()
 
 
 def test_looks_count_every_round_either_arm_changed() -> None:

@@ -112,7 +112,7 @@ def test_grid_does_not_import_the_report() -> None:
 def test_sigkill_then_resume_matches_clean_run(tmp_path: Path) -> None:
     f = write_study(tmp_path, steps=60)
     killed, clean = tmp_path / "killed", tmp_path / "clean"
-    args = ["study", str(f), "--workers", "1", "--threads", "1"]
+    args = ["study", str(f), "--workers", "1", "--threads", "1", "--no-report"]  # the runs are what resumes
     proc = subprocess.Popen([sys.executable, "-m", "pelab", *args, "--out", str(killed)], stdout=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -179,7 +179,7 @@ def test_killed_worker_fails_its_run_and_the_study_goes_on(tmp_path: Path) -> No
     killed: each run is long enough (1,500 steps, about a second), and a run that ended first is not the victim."""
     f = write_study(tmp_path, steps=1500)
     out = tmp_path / "out"
-    args = ["study", str(f), "--out", str(out), "--workers", "1", "--threads", "1"]
+    args = ["study", str(f), "--out", str(out), "--workers", "1", "--threads", "1", "--no-report"]
     proc = subprocess.Popen([sys.executable, "-m", "pelab", *args], stdout=subprocess.PIPE, text=True)
     killed = False
     deadline = time.time() + 60
@@ -220,7 +220,7 @@ def test_second_driver_refuses(tmp_path: Path) -> None:
 def test_results_command(tmp_path: Path) -> None:
     f = write_study(tmp_path, steps=20)
     out = tmp_path / "out"
-    assert pelab("study", str(f), "--out", str(out), "--workers", "2").returncode == 0
+    assert pelab("study", str(f), "--out", str(out), "--workers", "2", "--no-report").returncode == 0
     csv = tmp_path / "arms.csv"
     r = pelab("results", str(out), "--csv", str(csv), env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr

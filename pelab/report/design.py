@@ -144,5 +144,12 @@ def seeds_text(study: Study, design: Design) -> str:
     seq = study.sequential
     return (
         f"started at {len(study.seeds)} seeds per arm, {seq.step} more per round to the arms of comparisons still "
-        f"open, at most {seq.max_seeds}; {design.rounds} round(s); seeds each arm got: {each}"
+        f"open{_of_claims(seq.claims)}, at most {seq.max_seeds}; {design.rounds} round(s); seeds each arm got: {each}"
     )
+
+
+def _of_claims(claims: Sequence[str]) -> str:
+    """Which claims' open comparisons bought seeds, in words ("" for every claim's)."""
+    if not claims:
+        return ""
+    return f" (of {', '.join(claims)}; every other claim read the same design, so at no looser a level)"

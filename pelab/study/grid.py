@@ -23,6 +23,7 @@ scientific axes, and pairs seeds across arms. One or more grids:
     max_seeds = 12                           # the cap; ``seeds`` are the first round
     step = 2                                 # seeds added per round to the arms of open comparisons
     spending = "obrien_fleming"              # or "pocock" (pelab.study.sequential)
+    claims = ["C6", "C7"]                    # optional: only these claims' open comparisons buy seeds
 
 Seeds added in later rounds are the next integers after the largest listed seed, in order, so every arm's
 seeds are a prefix of one sequence and stay paired. Axis keys are dotted paths into a run's config; an unknown
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,8 +49,11 @@ from pelab.study.stats import flatten
 TOP_KEYS = (
     "name", "description", "seeds", "task", "model", "train", "axes", "grid", "report", "pretrained", "sequential"
 )  # fmt: skip
-#: ``[sequential]``: the cap on seeds per arm, the seeds each round adds, the alpha-spending function.
-SEQUENTIAL_KEYS = ("max_seeds", "step", "spending")
+#: ``[sequential]``: the cap on seeds per arm, the seeds each round adds, the alpha-spending function, and the
+#: claims whose open comparisons buy seeds (default: every claim).
+SEQUENTIAL_KEYS = ("max_seeds", "step", "spending", "claims")
+#: A claim id as SCIENCE.md numbers them (``pelab.rounds`` checks it names a declared claim).
+CLAIM_ID = re.compile(r"C[1-9][0-9]?")
 SPENDINGS = ("obrien_fleming", "pocock")
 #: The most seeds sequential rounds may give an arm: past this a seed count is no longer the question.
 MAX_SEQUENTIAL_SEEDS = 100
@@ -100,9 +105,18 @@ class Sequential:
     max_seeds: int
     step: int = 2
     spending: str = "obrien_fleming"
+    #: the claims whose still-open comparisons add seeds; empty: every claim's. Comparisons of other claims are
+    #: read under the same design all the same (at the nominal level of the looks their arms had), which can only
+    #: make them more conservative: a look spends alpha whether or not it led to more seeds.
+    claims: tuple[str, ...] = ()
 
     def record(self) -> dict[str, Any]:
-        return {"max_seeds": self.max_seeds, "step": self.step, "spending": self.spending}
+        out: dict[str, Any] = {"max_seeds": self.max_seeds, "step": self.step, "spending": self.spending}
+        return {**out, "claims": list(self.claims)} if self.claims else out
+
+    def buys_seeds(self, claim: str) -> bool:
+        """Whether an open comparison of ``claim`` adds seeds to its arms."""
+        return not self.claims or claim in self.claims
 
 
 def seed_sequence(seeds: list[int], n: int) -> list[int]:
@@ -137,7 +151,17 @@ def _sequential(table: Any, seeds: list[int]) -> Sequential | None:
         raise PelabError(f"sequential.spending: unknown value {spending!r}; allowed: {', '.join(SPENDINGS)}")
     if max(seeds) + cap - len(seeds) > MAX_SEED:
         raise PelabError(f"sequential.max_seeds: the added seeds would pass {MAX_SEED} (largest seed {max(seeds)})")
-    return Sequential(cap, step, spending)
+    claims = table.get("claims", [])
+    if (
+        not isinstance(claims, list)
+        or not claims and "claims" in table
+        or not all(isinstance(c, str) and CLAIM_ID.fullmatch(c) for c in claims)
+        or len(set(claims)) != len(claims)
+    ):
+        raise PelabError(
+            f'sequential.claims: must be a non-empty list of distinct claim ids, e.g. ["C2", "C6"] (got {claims!r})'
+        )
+    return Sequential(cap, step, spending, tuple(claims))
 
 
 @dataclass

@@ -37,7 +37,7 @@ from pelab.study.driver import StudyOutcome, run_study
 from pelab.study.grid import Study, with_seeds
 from pelab.study.sequential import still_open
 
-Decide = Callable[[Path], list[ClaimResult]]
+Decide = Callable[[Path, Sequence[str]], list[ClaimResult]]
 
 
 @dataclass
@@ -142,7 +142,7 @@ def run_sequential(
         console.print(_round_line(number, counts, study))
         outcome.rounds.append(run_study(current, out, console=console, **{**run, "locked": True}))
         try:
-            claims = decide(out)
+            claims = decide(out, seq.claims)
         except PelabError as e:  # no finished run to read (every run failed): nothing can be decided
             console.print(f"round {number}: no verdict can be read ({escape(str(e))})")
             break

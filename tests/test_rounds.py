@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,7 @@ def test_looks_count_every_round_either_arm_changed() -> None:
     assert design.looks(a, ["elsewhere"]) is None  # a run outside the design: fixed seeds
 
 
-def planted(out: Path) -> list[ClaimResult]:
+def planted(out: Path, only: Sequence[str] = ()) -> list[ClaimResult]:
     """A verdict engine with planted decisions: add and concat_split stay undecided until they have 4 paired
     seeds; every comparison with concat_wide is decided from the first look. It reads the runs as the report
     does (``load_context``: those of the rounds recorded so far), as ``decide_claims`` does."""

@@ -17,6 +17,7 @@ import traceback
 from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import jinja2
@@ -28,7 +29,7 @@ from pelab.files import write_atomic
 from pelab.records import ENGINE
 from pelab.report import rates
 from pelab.report.catalog import all_claims
-from pelab.report.claims import ClaimResult, Figure, ReportContext, Section, Table, report_pool
+from pelab.report.claims import Claim, ClaimResult, Figure, ReportContext, Section, Table, report_pool
 from pelab.report.claims_published import published_section
 from pelab.report.design import load_design, reading_under, seeds_text
 from pelab.report.figures import curves_plot
@@ -228,11 +229,11 @@ def sequential_text(ctx: ReportContext, claims: list[ClaimResult]) -> str:
     return f"{method or method_line(ctx.design.spending)}; {seeds_text(ctx.study, ctx.design)}"  # type: ignore[arg-type]
 
 
-def _plan_claims(ctx: ReportContext) -> None:
+def _plan_claims(ctx: ReportContext, specs: Sequence[Claim]) -> None:
     """Start every claim's measures of stored models on the workers, in claim order, before any claim runs: the
     workers then stay busy while this process decides claim after claim, instead of waiting for one claim's
     seeds at a time. A plan that fails starts nothing; its claim meets the same error and shows it."""
-    for spec in all_claims():
+    for spec in specs:
         if spec.plan is not None:
             try:
                 spec.plan(ctx)
@@ -240,9 +241,9 @@ def _plan_claims(ctx: ReportContext) -> None:
                 continue
 
 
-def _run_claims(ctx: ReportContext) -> list[ClaimResult]:
+def _run_claims(ctx: ReportContext, specs: Sequence[Claim]) -> list[ClaimResult]:
     out = []
-    for spec in all_claims():
+    for spec in specs:
         try:
             out.append(spec.run(ctx))
         except PelabError:
@@ -309,23 +310,31 @@ def template_env(folder: Path) -> jinja2.Environment:
     return env
 
 
-def decide_claims(folder: str | Path) -> list[ClaimResult]:
-    """Every claim decided from the stored runs, as the report decides them (analyses of stored models
-    included), without writing the report: what a sequential study reads after each round."""
+def decide_claims(folder: str | Path, only: Sequence[str] = ()) -> list[ClaimResult]:
+    """Every claim (or those in ``only``) decided from the stored runs, as the report decides them (analyses of
+    stored models included), without writing the report: what a sequential study reads after each round. A
+    round that buys seeds for a few claims decides only those, so it measures only what they read."""
     ctx = load_context(Path(folder))
     with report_pool() as pool, reading_under(ctx.design):
         ctx.pool = pool
-        return _claims(ctx)
+        return _claims(ctx, only)
 
 
-def _claims(ctx: ReportContext) -> list[ClaimResult]:
+#: The claims that read MiniLM's own tables (``run_pretrained``), measured once beside the other claims.
+READ_PRETRAINED = ("C11", "C16")
+
+
+def _claims(ctx: ReportContext, only: Sequence[str] = ()) -> list[ClaimResult]:
     from pelab.report.claims_pretrained import run_pretrained
 
-    # MiniLM's tables are measured (nothing trains) on a worker while the first claims run.
-    ctx.prefetch("pretrained", run_pretrained, ctx.folder, None)
-    _plan_claims(ctx)
-    claims = _run_claims(ctx)
-    ctx.prefetched("pretrained")  # written whole to the folder even when no claim read it
+    specs = [c for c in all_claims() if not only or c.id in only]
+    pretrained = not only or any(c in only for c in READ_PRETRAINED)
+    if pretrained:  # MiniLM's tables are measured (nothing trains) on a worker while the first claims run.
+        ctx.prefetch("pretrained", run_pretrained, ctx.folder, None)
+    _plan_claims(ctx, specs)
+    claims = _run_claims(ctx, specs)
+    if pretrained:
+        ctx.prefetched("pretrained")  # written whole to the folder even when no claim read it
     return claims
 
 

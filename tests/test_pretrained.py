@@ -322,7 +322,7 @@ def test_presets_hold_c9_as_ordinary_runs() -> None:
     from pelab.study.grid import load_study
 
     presets = Path(__file__).parents[1] / "pelab" / "presets"
-    for name, seeds in (("quick", 3), ("full", 5)):
+    for name, seeds in (("quick", 5), ("full", 5)):
         study = load_study(presets / f"{name}.toml")
         c9 = [r for r in study.runs if r.task.name == "wordorder"]
         assert len(c9) == len(frozen.arm_order()) * seeds

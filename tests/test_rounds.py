@@ -182,12 +182,13 @@ def test_a_tiny_sequential_study_reports_its_looks_and_a_rerun_trains_nothing(tm
     """The real verdict engine: C6 (concat_split against add at d=16, 20 steps) stays open to the cap of 5; the
     report reads every comparison with the looks it was examined at and names the design and each arm's seeds."""
     f = tmp_path / "tiny.toml"
-    f.write_text(tiny())
+    f.write_text(tiny().replace("step = 1", 'step = 1\nclaims = ["C6"]'))  # each round decides C6 alone
     out = tmp_path / "out"
     first = pelab("study", str(f), "--out", str(out), "--workers", "1")
     assert first.returncode == 0, first.stderr[-3000:]
     assert "round 1: 2 comparison(s) still open: C6 concat_split vs add at 3 seeds" in first.stdout
     assert "sequential seeds: 3 round(s); seeds each arm got: reverse: add 5, reverse: concat_split 5" in first.stdout
+    assert "(of C6; every other claim read the same design" in (out / "report.md").read_text()
     claims = json.loads((out / "claims.json").read_text())
     c6 = next(c for c in claims if c["id"] == "C6")
     assert c6["rows"] and all(r["looks"] == {"counts": [3, 4, 5], "cap": 5, "spending": "obrien_fleming"}

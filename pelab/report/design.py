@@ -118,16 +118,24 @@ def looks_for(a_runs: Sequence[str], b_runs: Sequence[str]) -> Looks | None:
 
 def arm_names(study: Study) -> dict[str, str]:
     """Each arm (``RunConfig.arm_id``) in words: its task and its values of the study's axes ("reverse: add");
-    two arms that read alike get their id's first characters too."""
+    arms that read alike get the settings that tell them apart ("d=40"), and, if still alike, their id's first
+    characters."""
     from pelab.study.stats import flatten
 
     names: dict[str, str] = {}
+    flats: dict[str, dict[str, Any]] = {}
     for cfg in study.runs:
         if cfg.arm_id in names:
             continue
-        flat = flatten(cfg.model_dump(mode="json"), "")
-        values = [str(flat.get(k)) for k in study.axes if k in flat]
+        flat = flats[cfg.arm_id] = {k: v for k, v in flatten(cfg.model_dump(mode="json"), "").items() if k != "seed"}
+        values = [str(flat.get(k)) for k in study.axes if k in flat and k != "task.name"]  # the name says it
         names[cfg.arm_id] = f"{cfg.task.name}: {', '.join(values)}" if values else cfg.task.name
+    for name in {n for n in names.values() if list(names.values()).count(n) > 1}:
+        alike = [a for a, n in names.items() if n == name]
+        keys = sorted({k for a in alike for k in flats[a]} - set(study.axes))
+        differ = [k for k in keys if len({str(flats[a].get(k)) for a in alike}) > 1]
+        for a in alike:
+            names[a] = f"{name}, " + ", ".join(f"{k.rsplit('.', 1)[-1]}={flats[a].get(k)}" for k in differ)
     twice = {n for n in names.values() if list(names.values()).count(n) > 1}
     return {a: f"{n} ({a[:6]})" if n in twice else n for a, n in names.items()}
 

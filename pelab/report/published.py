@@ -27,7 +27,6 @@ from pelab.study.stats import t_interval
 BESIDE = "against the best scheme here (C18)"
 
 
-# --- published vs measured ----------------------------------------------------------------
 AGREE, DISAGREE, UNTESTED = "agree", "disagree", "not tested at this budget"
 
 

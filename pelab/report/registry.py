@@ -23,8 +23,6 @@ from pelab.rules.resolution import claim_resolution
 #: loss when accuracy carries no information (both arms at the ceiling, or zero spread); and the area under
 #: the learning curve (how fast each learned) when both also sit below the loss floor (``rules.LOSS_FLOOR``).
 CHAIN = ("acc", "loss", "auc")
-
-
 DOC = "claims.md"
 
 

@@ -203,9 +203,9 @@ def test_every_measure_the_plans_start_is_read_by_its_claim(
         submit(self, name, run_ids, at_init)
         planned.extend(set(self.started) - before)
 
-    def claims_then_look(ctx: ReportContext) -> list:
+    def claims_then_look(ctx: ReportContext, specs: list) -> list:
         planned_by_plans = list(planned)
-        out = run_claims(ctx)
+        out = run_claims(ctx, specs)
         read = {k for k in ctx.analyses if k.startswith('["measure"')}
         after.append((read - set(planned_by_plans), dict(ctx.started)))
         return out

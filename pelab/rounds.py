@@ -12,7 +12,7 @@ Deterministic and resumable: each round trains through ``run_study``, which skip
 do not depend on which seeds share its stack; a rerun replays the rounds from the first, deciding each from the
 runs of that round alone, so it takes the same decisions and trains nothing twice, after a kill at any moment.
 Each round's seed counts (and what it found open) are written to ``sequential.json`` before its claims are read
-(``pelab.report.design``), so the report reads every comparison with the looks it was examined at.
+(``pelab.study.design``), so the report reads every comparison with the looks it was examined at.
 
 It reads verdicts, so it stands above the report in the layers of ``pyproject.toml`` (only the CLI imports it).
 """
@@ -30,9 +30,9 @@ from rich.markup import escape
 from pelab.errors import PelabError
 from pelab.report.build import decide_claims
 from pelab.report.catalog import all_claims
-from pelab.report.claims import ClaimResult
-from pelab.report.design import arm_names, write_record
-from pelab.report.verdicts import INCONCLUSIVE
+from pelab.report.registry import ClaimResult
+from pelab.rules import INCONCLUSIVE
+from pelab.study.design import arm_names, write_record
 from pelab.study.driver import StudyOutcome, run_study
 from pelab.study.grid import Study, with_seeds
 from pelab.study.sequential import still_open

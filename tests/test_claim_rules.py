@@ -1,6 +1,6 @@
 """Every claim's rule on hand-made evidence whose verdict is known: each branch of each claim.
 
-The rules are pure functions (``rule_cN`` beside each claim, built on ``pelab.report.rules``),
+The rules are pure functions (``rule_cN`` beside each claim, built on ``pelab.rules``),
 so a verdict can be trusted without rerunning a study.
 """
 
@@ -11,22 +11,31 @@ import math
 import numpy as np
 import pytest
 
-from pelab.report.claims_inside import (
-    c2_families,
-    c4_families,
-    cost_half,
-    rule_c1,
-    rule_c2,
-    rule_c3,
-    rule_c4,
-    rule_c8,
-    rule_c10,
-    shrink_evidence,
+from pelab.report.claims.c01_sinusoid_concat import rule_c1
+from pelab.report.claims.c02_add_supercase import c2_families, rule_c2
+from pelab.report.claims.c03_near_orthogonal import rule_c3, shrink_evidence
+from pelab.report.claims.c04_four_terms import c4_families, cost_half, rule_c4
+from pelab.report.claims.c06_concat_beats_add import rule_c6
+from pelab.report.claims.c07_kind_matters_little import rule_c7
+from pelab.report.claims.c08_nope_learns_position import rule_c8
+from pelab.report.claims.c09_frozen_vectors import rule_c9
+from pelab.report.claims.c10_collisions import rule_c10
+from pelab.report.claims.c17_extrapolation import rule_c17
+from pelab.rules import (
+    INCONCLUSIVE,
+    NO_INFO,
+    NOT_SUPPORTED,
+    PROBE,
+    SUPPORTED,
+    TOO_SMALL,
+    Comparison,
+    Evidence,
+    Side,
+    decide,
+    decide_some_group,
+    family,
+    paired_test,
 )
-from pelab.report.claims_pretrained import rule_c9
-from pelab.report.claims_training import rule_c6, rule_c7, rule_c17
-from pelab.report.rules import PROBE, Comparison, Evidence, Side, decide, decide_some_group, family, paired_test
-from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
 FLOOR, MARGIN = 0.8, 0.01
 CHAIN = ("acc", "loss")
@@ -79,8 +88,9 @@ def test_c6_every_branch() -> None:
 def test_c6_names_a_win_on_learning_speed_alone() -> None:
     """Both arms at 100% and below the loss floor: the area under the learning curve decides (SCIENCE.md's
     fallback), and the claim says the win is in speed, not final quality; a win on loss anywhere is not."""
-    from pelab.report.claims import ClaimResult, row_records, speed_only
+    from pelab.report.registry import ClaimResult
     from pelab.report.summary import SPEED_WIN, headline
+    from pelab.report.tables import row_records, speed_only
 
     solved = [0.004, 0.005, 0.004, 0.005, 0.004]
     fast = comp(arm("c", CEIL, solved, auc=[0.95, 0.96, 0.95, 0.97, 0.96]), arm("a", CEIL, solved, auc=[0.90] * 5))
@@ -145,7 +155,7 @@ def overlap_family(trained: list[float], init: list[float], acc: list[float] = W
 
 
 def _overlap():
-    from pelab.report.rules import OVERLAP
+    from pelab.rules import OVERLAP
 
     return OVERLAP
 
@@ -343,7 +353,7 @@ def test_c17_ranks_only_learned_arms() -> None:
 
 # --- the report's opening line is assembled from verdicts -----------------------------------------
 def test_answer_is_assembled_from_the_verdicts() -> None:
-    from pelab.report.claims import ClaimResult
+    from pelab.report.registry import ClaimResult
     from pelab.report.summary import answer, headline
 
     def result(cid: str, verdict: str, key: str = "") -> ClaimResult:
@@ -372,7 +382,7 @@ def test_the_summary_line_of_a_claim_of_halves_says_which_half_failed() -> None:
     """C4 in full: the cross terms carry their share, and what fails is "removing them costs"; C18: NoPE does
     learn a causal model, what fails is "gets close". The line names each half's verdict; a claim that holds
     needs no more."""
-    from pelab.report.claims import ClaimResult
+    from pelab.report.registry import ClaimResult
     from pelab.report.summary import answer
 
     c4 = ClaimResult("C4", "Adding makes attention do four jobs at once", "", "", "", verdict=NOT_SUPPORTED,
@@ -395,7 +405,7 @@ def test_c17_key_does_not_rank_arms_that_do_not_extrapolate() -> None:
     """Every arm at or below the reference: the key says nobody extrapolates instead of naming a winner among
     failures; above it, the leader and its ties, among the arms that extrapolate. The flag needs the margin and
     the Holm level across the task's arms, not a bare 95% interval."""
-    from pelab.report.claims_training import c17_top, extrapolation_flags
+    from pelab.report.claims.c17_extrapolation import c17_top, extrapolation_flags
 
     def flagged(arms: list[dict], reference: float) -> list[dict]:
         return [
@@ -441,7 +451,7 @@ def test_c17_reference_against_formulas() -> None:
     from scipy import stats
 
     from pelab.config import TaskConfig
-    from pelab.report.claims_training import reference_accuracy
+    from pelab.report.claims.c17_extrapolation import reference_accuracy
     from pelab.tasks import make_task
 
     def task(name: str):
@@ -465,7 +475,7 @@ def test_c17_reference_against_formulas() -> None:
 
 
 def test_a_family_with_no_comparison_is_not_run_and_so_is_a_claim_half_built_on_it() -> None:
-    from pelab.report.verdicts import NOT_RUN
+    from pelab.rules import NOT_RUN
 
     empty = family([], CHAIN, FLOOR, MARGIN)
     assert empty.verdict == NOT_RUN
@@ -478,7 +488,7 @@ def test_a_family_with_no_comparison_is_not_run_and_so_is_a_claim_half_built_on_
 def test_key_figures_never_quote_an_arm_below_the_floor() -> None:
     """SCIENCE.md: key figures in the summary never quote an arm below the floor. A family keeps a row
     where add failed; the key prefers a row whose arms both learned, and otherwise names the failed arm only."""
-    from pelab.report.claims_training import key_of
+    from pelab.report.arms import key_of
 
     failed = comp(arm("concat", WIN), arm("add", [0.50, 0.52, 0.49, 0.51, 0.50]), **{"task.name": "far"})
     both = comp(arm("concat", WIN), arm("add", BASE), **{"task.name": "near"})
@@ -502,7 +512,7 @@ def test_c14_changes_one_factor_per_comparison() -> None:
     against sinusoidal + add, which cannot say which change mattered)."""
     import pandas as pd
 
-    from pelab.report.claims_training import c14_families
+    from pelab.report.claims.c14_vit_2d import c14_families
 
     rows = []
     arms = [("sinusoidal", "add"), ("sincos2d", "add"), ("learned", "add"), ("none", "none"),
@@ -526,7 +536,7 @@ def test_c14_changes_one_factor_per_comparison() -> None:
 def test_the_headline_says_on_how_many_comparisons_a_some_claim_held() -> None:
     """'Supported on some comparison' is not a rule: the headline gives how many of the informative
     comparisons held (C9 in full: 1 of 4), leaving out those too small or without information."""
-    from pelab.report.claims import ClaimResult
+    from pelab.report.registry import ClaimResult
     from pelab.report.summary import headline
 
     outcomes = ((SUPPORTED, "acc"), (NOT_SUPPORTED, "acc"), (INCONCLUSIVE, "acc"), (TOO_SMALL, None))
@@ -540,7 +550,7 @@ def test_the_headline_says_on_how_many_comparisons_a_some_claim_held() -> None:
 def test_the_headline_says_when_held_out_loss_does_not_back_an_accuracy_win() -> None:
     """C9 in full won on accuracy (+1.8 pp) where held-out loss did not confirm it: the headline says so beside
     the count, from the rows' own notes (``rules.second_opinion``), and not when a winning row has no doubt."""
-    from pelab.report.claims import ClaimResult
+    from pelab.report.registry import ClaimResult
     from pelab.report.summary import headline
 
     doubt = "held-out loss does not confirm it (A's held-out loss -1.5% [-5.0%, +2.0%] relative to B's)"
@@ -558,7 +568,7 @@ def test_the_headline_gives_both_sides_of_a_some_comparison_claim_at_one_level()
     """C6 in full: concat_split learned faster on 3 comparisons, all with sinusoidal positions, and add on
     others with learned ones. Both sides are read by the same rule and Holm correction (C6 records the other way
     as its own family), with the schemes each side won with; so does the size control; C19 has its clause."""
-    from pelab.report.claims import ClaimResult
+    from pelab.report.registry import ClaimResult
     from pelab.report.summary import headline
 
     def rec(family: str, verdict: str, metric: str, scheme: str) -> dict:
@@ -593,7 +603,7 @@ def test_the_headline_gives_both_sides_of_a_some_comparison_claim_at_one_level()
 def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accuracy() -> None:
     """C10: both probes at 100% carry no information; the row's arm cells show the probe accuracy that sat at
     the ceiling, not the task accuracy of the runs (which read 93.9% vs 89.8% under 'ceiling of probe accuracy')."""
-    from pelab.report.claims import family_table
+    from pelab.report.tables import family_table
 
     def side(label: str, task_acc: list[float]) -> Side:
         return Side(label, {"probe": dict(enumerate([1.0] * 5)), "acc": dict(enumerate(task_acc))}, 10, 20, (label,))
@@ -606,7 +616,7 @@ def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accur
 
 
 def test_the_headline_says_how_many_c10_probes_sat_at_their_ceiling() -> None:
-    from pelab.report.claims import ClaimResult
+    from pelab.report.registry import ClaimResult
     from pelab.report.summary import headline
 
     rows = [

@@ -7,21 +7,11 @@ import math
 import pandas as pd
 import pytest
 
-from pelab.report.claims import row_records
-from pelab.report.claims_published import (
-    AGREE,
-    DISAGREE,
-    GAP_WORDS,
-    UNTESTED,
-    best_against_nope,
-    combine_halves,
-    kazemnejad_outcome,
-    per_seed_tau,
-    rule_c18,
-    rule_c19,
-)
-from pelab.report.rules import LM_LEARNED_SHARE, Comparison, Side
-from pelab.report.verdicts import INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.report.claims.c18_causal_nope import GAP_WORDS, best_against_nope, combine_halves, rule_c18
+from pelab.report.claims.c19_grid_concat import rule_c19
+from pelab.report.published import AGREE, DISAGREE, UNTESTED, kazemnejad_outcome, per_seed_tau
+from pelab.report.tables import row_records
+from pelab.rules import INCONCLUSIVE, LM_LEARNED_SHARE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, Comparison, Side
 
 FLOOR, MARGIN = 0.8, 0.01
 LN2 = math.log(2)
@@ -230,7 +220,7 @@ def test_per_seed_tau_against_scipy() -> None:
 def test_a_row_beside_its_anchor_is_not_counted_as_a_published_result() -> None:
     """Haviv et al. compared NoPE with learned positions: that row is the anchor; C18's comparison against the
     best scheme run here is shown beside it and must not count the same paper twice (nor stand in for it)."""
-    from pelab.report.claims_published import BESIDE, tally
+    from pelab.report.published import BESIDE, tally
 
     rows = [
         ["Haviv et al. 2022 (causal)", "", "", AGREE, ""],
@@ -244,7 +234,7 @@ def test_a_row_beside_its_anchor_is_not_counted_as_a_published_result() -> None:
 
 
 def test_the_masked_key_names_a_nope_model_that_did_not_learn_without_quoting_it() -> None:
-    from pelab.report.claims_published import gap_text, rule_c18
+    from pelab.report.claims.c18_causal_nope import gap_text, rule_c18
 
     _, _, masked = rule_c18([], [comp(lm("rotary", GOOD), lm("nope", UNLEARNED))], FLOOR, MARGIN)
     text = gap_text(masked, False, FLOOR)
@@ -258,7 +248,7 @@ def test_kazemnejad_arms_are_one_per_scheme_as_the_paper_ran_them() -> None:
     # by seed): the absolute tables count added, the relative schemes and NoPE with no input combiner.
     import pandas as pd
 
-    from pelab.report.claims_published import kazemnejad_arms
+    from pelab.report.published import kazemnejad_arms
 
     arms = [("none", "none"), ("t5", "none"), ("rotary", "none"), ("learned", "add"), ("learned", "concat_split"),
             ("sinusoidal", "add"), ("sinusoidal", "concat_split"), ("rotary", "add"), ("sincos2d", "add")]  # fmt: skip
@@ -270,8 +260,8 @@ def test_kazemnejad_arms_are_one_per_scheme_as_the_paper_ran_them() -> None:
 def test_a_published_row_held_back_by_the_seed_count_says_so() -> None:
     # quick's Vaswani row: 3 seeds, the interval wholly outside the margin; only the 5-seed rule keeps it from
     # "disagree", and the reason column says that, not "the interval does not decide"
-    from pelab.report.claims_published import _why
-    from pelab.report.rules import family
+    from pelab.report.published import _why
+    from pelab.rules import family
 
     three = comp(lm("learned", FAR[:3]), lm("sinusoidal", GOOD[:3]))
     fam = family([three], ("bpb",), FLOOR, MARGIN, kind="equivalent", combine="all")

@@ -80,7 +80,7 @@ def test_an_arm_of_two_grids_splits_into_its_configurations_and_each_label_says_
 
 
 def test_c17_never_ranks_arms_trained_at_two_lengths_together() -> None:
-    from pelab.report.claims_training import task_settings
+    from pelab.report.claims.c17_extrapolation import task_settings
 
     rows = [run("sort", c, 32, s, 0.9) | {"task.length": n} for n in (10, 12) for c in ("add", "none") for s in (0, 1)]
     rows += [run("copy", "add", 32, s, 0.9) | {"task.length": 8} for s in (0, 1)]
@@ -91,9 +91,9 @@ def test_c17_never_ranks_arms_trained_at_two_lengths_together() -> None:
 def test_a_configuration_setting_is_its_own_key_and_reads_plainly() -> None:
     """C2, C4, C8 and C10 name a task's configuration ("task.length=12") beside the task, not inside its name:
     claims.json's task.name stays a task name, and tables read "sort (task.length=12)" as before."""
-    from pelab.report.claims_inside import TaskPlace
     from pelab.report.evidence import config_labels
-    from pelab.report.rules import Comparison, Side
+    from pelab.report.measured import TaskPlace
+    from pelab.rules import Comparison, Side
 
     place = TaskPlace("sort", "task.length=12")
     assert str(place) == "sort (task.length=12)" and str(TaskPlace("sort")) == "sort"

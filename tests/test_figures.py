@@ -19,9 +19,9 @@ import pytest
 
 from pelab.report import figures
 from pelab.report.build import VERDICT_CLASS, VERDICT_GLYPH, template_env, verdict_split
-from pelab.report.claims import ClaimResult, Table
 from pelab.report.evidence import ArmStats
-from pelab.report.verdicts import EXACT, INCONCLUSIVE, NO_INFO, SUPPORTED, TOO_SMALL, VERDICTS
+from pelab.report.registry import ClaimResult, Table
+from pelab.rules import EXACT, INCONCLUSIVE, NO_INFO, SUPPORTED, TOO_SMALL, VERDICTS
 
 
 def arm(label: str, mean: float, half: float = 0.1, seeds: int = 3) -> ArmStats:

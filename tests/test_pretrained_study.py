@@ -17,7 +17,7 @@ import torch
 from test_pretrained_hf import builders, run_in_process
 
 from pelab.errors import PelabError
-from pelab.report.claims_pretrained import side_folder
+from pelab.report.pretrained import side_folder
 from pelab.study.grid import load_study, parse_study
 
 STUDY = """
@@ -61,7 +61,7 @@ def reported(folders, tmp_path_factory) -> tuple[Path, dict]:
     import functools
 
     from pelab.report import build
-    from pelab.report.claims import report_pool
+    from pelab.report.context import report_pool
     from pelab.study.driver import run_study
 
     out = tmp_path_factory.mktemp("study") / "out"
@@ -143,7 +143,7 @@ def test_c16_compares_the_named_models_side_by_side(reported) -> None:
 
 def test_side_by_side_is_cached_and_measured_again_when_the_list_changes(reported, folders, monkeypatch) -> None:
     from pelab.pretrained import sidebyside
-    from pelab.report.claims_pretrained import run_side_by_side
+    from pelab.report.pretrained import run_side_by_side
 
     out, _ = reported
     cached = json.loads((side_folder(out) / sidebyside.STUDY_JSON).read_text())

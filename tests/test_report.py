@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from pelab.report.verdicts import ERROR
-from pelab.report.verdicts import VERDICTS as ALL_VERDICTS
+from pelab.rules import ERROR
+from pelab.rules import VERDICTS as ALL_VERDICTS
 
 TINY = Path(__file__).parent / "data" / "tiny_study.toml"
 VERDICTS = set(ALL_VERDICTS) - {ERROR}  # a claim whose evidence raised is a failure here
@@ -167,7 +167,7 @@ def test_measures_on_worker_processes_match_one_process(
     import functools
 
     from pelab.report import build
-    from pelab.report.claims import report_pool
+    from pelab.report.context import report_pool
 
     copy = tmp_path / "one"
     shutil.copytree(study_dir, copy)
@@ -190,7 +190,7 @@ def test_every_measure_the_plans_start_is_read_by_its_claim(
     import functools
 
     from pelab.report import build
-    from pelab.report.claims import ReportContext, report_pool
+    from pelab.report.context import ReportContext, report_pool
 
     copy = tmp_path / "planned"
     shutil.copytree(study_dir, copy)
@@ -203,9 +203,9 @@ def test_every_measure_the_plans_start_is_read_by_its_claim(
         submit(self, name, run_ids, at_init)
         planned.extend(set(self.started) - before)
 
-    def claims_then_look(ctx: ReportContext) -> list:
+    def claims_then_look(ctx: ReportContext, specs: list) -> list:
         planned_by_plans = list(planned)
-        out = run_claims(ctx)
+        out = run_claims(ctx, specs)
         read = {k for k in ctx.analyses if k.startswith('["measure"')}
         after.append((read - set(planned_by_plans), dict(ctx.started)))
         return out
@@ -232,7 +232,7 @@ def test_a_prefetched_analysis_that_failed_raises_at_every_read() -> None:
     installed): its error comes back at every read, and a job that worked is read once and kept."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pelab.report.claims import ReportContext
+    from pelab.report.context import ReportContext
 
     def broken() -> None:
         raise RuntimeError("worker died")

@@ -13,10 +13,9 @@ import math
 import pytest
 from scipy import stats as st
 
-from pelab.report.claims import row_records
-from pelab.report.resolution import claim_resolution, resolve
-from pelab.report.rules import ACC, LOSS, Comparison, Side, family
-from pelab.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.report.tables import row_records
+from pelab.rules import ACC, INCONCLUSIVE, LOSS, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, Comparison, Side, family
+from pelab.rules.resolution import claim_resolution, resolve
 
 FLOOR, MARGIN = 0.8, 0.01
 
@@ -157,7 +156,7 @@ def test_a_claims_resolution_is_the_widest_undecided_row() -> None:
 
 # --- the summary and the headline ---------------------------------------------------------
 def test_an_inconclusive_claim_states_its_resolution_in_the_summary_and_the_headline() -> None:
-    from pelab.report.claims import ClaimResult
+    from pelab.report.registry import ClaimResult
     from pelab.report.summary import answer, headline
 
     f = family([comp(A5, B5)], ["acc"], FLOOR, MARGIN)
@@ -174,7 +173,7 @@ def test_an_inconclusive_claim_states_its_resolution_in_the_summary_and_the_head
 
 
 def test_an_inconclusive_claim_without_an_interval_says_why() -> None:
-    from pelab.report.claims import ClaimResult
+    from pelab.report.registry import ClaimResult
     from pelab.report.summary import answer
 
     c16 = ClaimResult("C16", "Learned positions", "", "", "", verdict=INCONCLUSIVE, key="MiniLM is not installed.")

@@ -1,4 +1,4 @@
-"""Sequential seeds end to end (``[sequential]``, ``pelab.rounds``, ``pelab.report.design``): the study file, the
+"""Sequential seeds end to end (``[sequential]``, ``pelab.rounds``, ``pelab.study.design``): the study file, the
 seeds each round adds, the looks the report reads, and a rerun that takes the same decisions and trains nothing."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from rich.console import Console
 
 from pelab.errors import PelabError
 from pelab.report.build import load_context
-from pelab.report.claims import ClaimResult
 from pelab.report.console import results_table
-from pelab.report.design import Design, read_record
-from pelab.report.verdicts import INCONCLUSIVE, SUPPORTED
+from pelab.report.registry import ClaimResult
 from pelab.rounds import next_counts, run_sequential
+from pelab.rules import INCONCLUSIVE, SUPPORTED
+from pelab.study.design import Design, read_record
 from pelab.study.grid import parse_study, seed_sequence, with_seeds
 from pelab.study.sequential import Looks
 from pelab.study.store import DB_NAME

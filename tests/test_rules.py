@@ -12,11 +12,16 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from pelab.report.rules import (
+from pelab.rules import (
     ACC,
     AUC,
+    INCONCLUSIVE,
     LOSS,
     LOSS_FLOOR,
+    NO_INFO,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    TOO_SMALL,
     Comparison,
     Side,
     family,
@@ -25,7 +30,6 @@ from pelab.report.rules import (
     margin_for,
     paired_test,
 )
-from pelab.report.verdicts import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
 FLOOR, MARGIN = 0.8, 0.01
 

@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from pelab.report import rules
-from pelab.report.rules import ACC, Comparison, Side, _decide, family, holm
-from pelab.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from pelab import rules
+from pelab.rules import ACC, INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Comparison, Side, family, holm
+from pelab.rules.rows import _decide
 from pelab.study import sequential as sq
 
 ALPHA, MARGIN, SPREAD = 0.05, 0.01, 0.02
@@ -124,7 +124,7 @@ def test_a_family_read_sequentially_says_so_and_is_stricter() -> None:
     assert fixed.verdict == SUPPORTED and seq.verdict == INCONCLUSIVE
     assert any(n.startswith("sequential seeds (looks at 5, 7 seeds of a cap of 12)") for n in seq.rows[0].notes)
     assert not any("sequential" in n for n in fixed.rows[0].notes)
-    from pelab.report.claims import level_cell
+    from pelab.report.tables import level_cell
 
     assert level_cell(fixed.rows[0]) == "95%"
     assert level_cell(seq.rows[0]).startswith("95%; read at the nominal 9") and "of its last look" in level_cell(
@@ -231,8 +231,8 @@ def test_holm_across_open_comparisons_keeps_the_family_rate() -> None:
 
 # --- what the driver asks -------------------------------------------------------------------
 def test_still_open_names_the_undecided_comparisons_and_their_arms() -> None:
-    from pelab.report.verdicts import INCONCLUSIVE as WORD
-    from pelab.report.verdicts import NO_INFO
+    from pelab.rules import INCONCLUSIVE as WORD
+    from pelab.rules import NO_INFO
 
     assert sq.UNDECIDED == WORD
     rows = [
@@ -259,7 +259,7 @@ def test_still_open_names_the_undecided_comparisons_and_their_arms() -> None:
 
 def test_still_open_reads_the_report_rows() -> None:
     """The rows claims.json stores (``row_records``) are what ``still_open`` reads: their seeds and verdicts."""
-    from pelab.report.claims import row_records
+    from pelab.report.tables import row_records
 
     tie = Side("a", {"acc": dict(enumerate([0.93, 0.89, 0.92, 0.90, 0.915]))})
     base = Side("b", {"acc": dict.fromkeys(range(5), 0.90)})
@@ -276,7 +276,8 @@ def test_still_open_reads_the_report_rows() -> None:
 
 def test_the_report_names_the_method_only_when_a_row_was_read_sequentially() -> None:
     from pelab.report.build import sequential_method
-    from pelab.report.claims import ClaimResult, row_records
+    from pelab.report.registry import ClaimResult
+    from pelab.report.tables import row_records
 
     a = Side("a", {"acc": {i: 0.90 + d for i, d in enumerate(DIFFS)}})
     b = Side("b", {"acc": dict.fromkeys(range(7), 0.90)})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from pelab.report.verdicts import NO_INFO, TOO_SMALL, VERDICTS
+from pelab.rules import NO_INFO, TOO_SMALL, VERDICTS
 from pelab.study.stats import t_interval
 
 

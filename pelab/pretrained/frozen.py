@@ -151,10 +151,10 @@ def summarize(records: list[dict[str, object]], floor: float, margin: float) -> 
     """Per arm: mean accuracy and 95% t-interval, size; per comparison: paired difference and verdict.
 
     ``floor`` and ``margin`` are the study's (``[report]``), and the verdicts are the study report's own rule
-    for C9 (``pelab.report.rules.family``: concat beats add on some comparison, Holm across them, held-out loss
+    for C9 (``pelab.rules.family``: concat beats add on some comparison, Holm across them, held-out loss
     where accuracy sits at its ceiling), so `pelab pretrained` and `pelab study` cannot disagree.
     """
-    from pelab.report.rules import Comparison, Side, family
+    from pelab.rules import Comparison, Side, family
 
     by_arm: dict[str, list[dict[str, object]]] = {}
     for r in records:

@@ -1,1 +1,2 @@
-"""Presenting results: terminal tables now; the full report builds on the same numbers."""
+"""The report: terminal tables (``console``), and report.html / report.md / claims.json (``build``), assembled from the
+claims (``claims``, one module per claim) and the verdicts ``pelab.rules`` draws from them."""

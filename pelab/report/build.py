@@ -15,9 +15,9 @@ import re
 import time
 import traceback
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 import jinja2
@@ -29,18 +29,14 @@ from pelab.files import write_atomic
 from pelab.records import ENGINE
 from pelab.report import rates
 from pelab.report.catalog import all_claims
-from pelab.report.claims import Claim, ClaimResult, Figure, ReportContext, Section, Table, report_pool
-from pelab.report.claims_published import published_section
-from pelab.report.design import load_design, reading_under, seeds_text
+from pelab.report.context import ReportContext, report_pool
 from pelab.report.figures import curves_plot
-from pelab.report.rules import FLOOR_POLICY
+from pelab.report.looks import VERDICT_CLASS, VERDICT_GLYPH
+from pelab.report.published import published_section
+from pelab.report.registry import Claim, ClaimResult, Figure, Section, Table
 from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale
-from pelab.report.verdicts import (
-    ERROR,
-    VERDICT_CLASS,
-    VERDICT_GLYPH,
-    VERDICTS,
-)
+from pelab.rules import ERROR, FLOOR_POLICY, VERDICTS
+from pelab.study.design import load_design, reading_under, seeds_text
 from pelab.study.grid import Study
 from pelab.study.stats import runs_frame
 from pelab.study.store import Store
@@ -325,7 +321,7 @@ READ_PRETRAINED = ("C11", "C16")
 
 
 def _claims(ctx: ReportContext, only: Sequence[str] = ()) -> list[ClaimResult]:
-    from pelab.report.claims_pretrained import run_pretrained
+    from pelab.report.pretrained import run_pretrained
 
     specs = [c for c in all_claims() if not only or c.id in only]
     pretrained = not only or any(c in only for c in READ_PRETRAINED)

@@ -1,13 +1,14 @@
-"""Every claim of SCIENCE.md, gathered: importing the modules that declare them fills ``claims.REGISTRY``.
+"""Every claim of SCIENCE.md, gathered: importing ``pelab.report.claims`` (one module per claim) fills
+``registry.REGISTRY``.
 
-It sits above those modules, so they can import the shared pieces of ``pelab.report.claims`` without that
-module importing them back (the cycle it once had).
+It sits above the claim modules, so they import the shared pieces of ``pelab.report.registry`` without that module
+importing them back.
 """
 
 from __future__ import annotations
 
-from pelab.report import claims_inside, claims_pretrained, claims_published, claims_training  # noqa: F401
-from pelab.report.claims import REGISTRY, Claim
+import pelab.report.claims  # noqa: F401  (declares every claim)
+from pelab.report.registry import REGISTRY, Claim
 
 
 def all_claims() -> list[Claim]:

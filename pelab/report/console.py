@@ -13,7 +13,7 @@ from pelab.config import RunConfig
 from pelab.errors import PelabError
 from pelab.files import write_atomic
 from pelab.records import RunResult, sizes_in
-from pelab.report.verdicts import VERDICT_GLYPH, VERDICT_STYLE
+from pelab.report.looks import VERDICT_GLYPH, VERDICT_STYLE
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -57,7 +57,7 @@ def results_table(
         raise PelabError(f"out: {out} has no stored runs yet")
     frame = runs_frame(rows)
     if study is not None:
-        from pelab.report.design import load_design
+        from pelab.study.design import load_design
 
         study = load_design(out, study)[0]  # a sequential study: with the seeds its rounds added
         frame = frame[frame.run_id.isin({r.run_id for r in study.runs})]

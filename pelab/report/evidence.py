@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from pelab.report.rules import Comparison, Side, setting_text
+from pelab.rules import Comparison, Side, setting_text
 from pelab.study.stats import t_interval
 
 CONFIG_PREFIXES = ("task.", "model.", "train.")

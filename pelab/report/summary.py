@@ -12,19 +12,11 @@ from typing import Any
 import pandas as pd
 
 from pelab.report.catalog import all_claims
-from pelab.report.claims import DOC, ClaimResult, ReportContext, loss_disagrees, speed_only
-from pelab.report.resolution import claim_resolution
-from pelab.report.verdicts import (
-    ERROR,
-    EXACT,
-    INCONCLUSIVE,
-    NO_INFO,
-    NOT_RUN,
-    NOT_SUPPORTED,
-    REPORTED,
-    SUPPORTED,
-    TOO_SMALL,
-)
+from pelab.report.context import ReportContext
+from pelab.report.registry import DOC, ClaimResult
+from pelab.report.tables import loss_disagrees, speed_only
+from pelab.rules import ERROR, EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
+from pelab.rules.resolution import claim_resolution
 
 #: The order a reader asking "added or concatenated?" wants the answers in: the direct comparison, what
 #: concatenation costs, what addition is said to damage, why it might not, then the rest.
@@ -244,13 +236,13 @@ def scale(ctx: ReportContext) -> str:
 
 def claims_markdown() -> str:
     """docs/claims.md: every claim, who made it, its deciding metrics and its rule, from the registry."""
-    from pelab.report.rules import FLOOR_POLICY, LOSS_FLOOR, RELATIVE_MARGIN, metric
+    from pelab.rules import FLOOR_POLICY, LOSS_FLOOR, RELATIVE_MARGIN, metric
 
     lines = [
         "# The claims and their rules",
         "",
         "Written from pelab's claims registry (`pelab claims --markdown`); the report links each claim here.",
-        "Every rule is code (`pelab/report/rules.py` and the `rule_cN` functions beside each claim) with unit",
+        "Every rule is code (`pelab/rules/` and the `rule_cN` functions beside each claim) with unit",
         "tests on hand-made comparisons whose verdict is known (`tests/test_rules.py`, `tests/test_claim_rules.py`).",
         "",
         "## How every training verdict is drawn",

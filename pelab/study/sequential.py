@@ -27,7 +27,7 @@ look were read at 95%. The method, standard and stated:
   the large-sample boundaries the tests check against published tables.
 * **Every rule reads one kind of interval.** The nominal intervals are *repeated confidence intervals*
   (Jennison & Turnbull 1989): with two-sided boundaries they cover the true difference at every look at once with
-  probability ≥ 1 − alpha. Every verdict of ``pelab.report.rules`` is read off an interval (it excludes 0; it lies
+  probability ≥ 1 − alpha. Every verdict of ``pelab.rules`` is read off an interval (it excludes 0; it lies
   inside or outside the margin), so the directional test and the equivalence test (two one-sided tests, each at
   alpha / 2, as the fixed rule's 95% interval inside the margin is) keep their error rates over all looks alike.
 * **Several comparisons.** Holm–Bonferroni still runs across a claim's comparisons: a step at level a reads each
@@ -350,7 +350,7 @@ def schedule(start: int, cap: int, step: int) -> tuple[int, ...]:
 
 
 # --- which comparisons still want seeds -----------------------------------------------------
-#: The verdict of a comparison that an interval has not decided (``pelab.report.verdicts.INCONCLUSIVE``; the study
+#: The verdict of a comparison that an interval has not decided (``pelab.rules.verdicts.INCONCLUSIVE``; the study
 #: layer does not import the report, a test keeps the two equal).
 UNDECIDED = "inconclusive at this budget"
 
@@ -380,7 +380,7 @@ def _arm(row: Mapping[str, Any], side: str) -> Arm:
 
 
 def still_open(rows: Iterable[Mapping[str, Any]], cap: int, undecided: str = UNDECIDED) -> list[Open]:
-    """The comparisons of a family (claims.json row records, ``report.claims.row_records``: they carry their
+    """The comparisons of a family (claims.json row records, ``report.tables.row_records``: they carry their
     paired ``seeds`` and each arm's runs) that are undecided and below the cap: only their arms get more seeds.
     A decided row, a row with no information (its arms at a ceiling: more seeds cannot help) and a row whose arms
     did not learn stop."""

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # rules imports this module; the metric is read by duck type at run time
-    from pelab.report.rules import Metric
+    from pelab.rules.metrics import Metric
 
 Reading = Literal["equivalence", "non_inferiority", "direction"]
 #: Which reading each kind of rule (``rules.Kind``) asks of its interval.

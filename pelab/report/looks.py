@@ -1,25 +1,13 @@
-"""The words a claim's verdict can be, and how each looks wherever it is shown (HTML, Markdown, terminal).
+"""How each verdict looks wherever it is shown (HTML, Markdown, terminal): no two alike on any channel.
 
-The rules that choose among them are in ``pelab.report.rules``.
+The words themselves, and the rules that choose among them, are in ``pelab.rules``.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-SUPPORTED = "supported"
-NOT_SUPPORTED = "not supported"
-INCONCLUSIVE = "inconclusive at this budget"
-TOO_SMALL = "budget too small: arms did not learn"
-#: The study has no runs a claim could compare (its task or its arms are not in the study): unlike TOO_SMALL,
-#: no budget was tried, so nothing is said about one.
-NOT_RUN = "not run in this study"
-NO_INFO = "no information"  # both arms at a ceiling, or paired differences with zero spread, on every metric
-REPORTED = "reported"
-EXACT = "exact"
-ERROR = "error"
-#: Every word a claim's verdict can be, in the order a reader meets them.
-VERDICTS = (EXACT, SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NO_INFO, TOO_SMALL, NOT_RUN, REPORTED, ERROR)
+from pelab.rules import ERROR, EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
 
 
 class Look(NamedTuple):
@@ -40,6 +28,12 @@ LOOKS: dict[str, Look] = {
     REPORTED: Look("v-reported", "•", "blue"),
     ERROR: Look("v-error", "!", "bold white on red"),
 }
+
+
 VERDICT_CLASS = {v: look.css for v, look in LOOKS.items()}
+
+
 VERDICT_GLYPH = {v: look.glyph for v, look in LOOKS.items()}
+
+
 VERDICT_STYLE = {v: look.style for v, look in LOOKS.items()}

@@ -1,0 +1,153 @@
+"""C8: without position an encoder is permutation-equivariant, but a causal decoder still learns position."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from pelab.report.context import ReportContext
+from pelab.report.evidence import select
+from pelab.report.measured import TaskPlace, _configs, _figures, _seed, measured_side, run_side
+from pelab.report.registry import ClaimResult, Table, claim
+from pelab.report.tables import family_table, pct, row_records, runs_of, used_metrics
+from pelab.rules import (
+    EXACT,
+    NOT_SUPPORTED,
+    PROBE,
+    TOO_SMALL,
+    Comparison,
+    Evidence,
+    Family,
+    decide_some_group,
+    paired_test,
+)
+
+
+def rule_c8(equivariant: list[str], probe: Family) -> str:
+    """C8: exact equivariance for `none` alone (and no other scheme), and the NoPE decoder's position probe
+    beating both controls (layer-1 input, same model at initialisation) beyond the interval over seeds, on some
+    task (``rules.decide_some_group``): the claim is that a causal decoder *can* learn position."""
+    if equivariant != ["none"] or probe.verdict == NOT_SUPPORTED:
+        return NOT_SUPPORTED
+    return probe.verdict
+
+
+def _c8_arms(ctx: ReportContext) -> Iterator[tuple[TaskPlace, str, str, pd.DataFrame, list[str]]]:
+    """C8's causal decoders, NoPE and learned, per configuration of each task: (task and what tells two
+    configurations apart, scheme, combine, arm, the runs it probes)."""
+    dec = ctx.frame[ctx.frame["model.kind"] == "decoder"] if "model.kind" in ctx.frame else ctx.frame.iloc[0:0]
+    for task in dict.fromkeys(dec["task.name"]):
+        for scheme, comb in (("none", "none"), ("learned", "add")):
+            arm = select(dec, task__name=task, model__position__scheme=scheme, model__combine=comb)
+            for extra, _, sub in _configs(arm, []):
+                yield TaskPlace(task, extra), scheme, comb, sub, ctx.learned_runs(sub)
+
+
+def _plan_c8(ctx: ReportContext) -> None:
+    for _, scheme, _, _, runs in _c8_arms(ctx):
+        ctx.submit("layer_probes", runs)
+        if scheme == "none":  # its control: the same models at initialisation
+            ctx.submit("layer_probes", runs, at_init=True)
+
+
+@claim(
+    "C8",
+    "Without position an encoder is permutation-equivariant, but a causal decoder still learns position",
+    "NoPE encoders cannot tell order; causal decoders recover absolute position from the mask.",
+    "Haviv et al. 2022; Kazemnejad et al. 2023",
+    "equivariance: max |f(x[π]) − f(x)[π]| at float round-off for `none` and for no other scheme; probe: in a "
+    "causal NoPE decoder that learned its task (floor {floor}), a linear probe of absolute position from its best "
+    "layer beats both controls, the layer-1 input (no position, only token–position correlation) and the best "
+    "layer of the same model at initialisation, beyond the interval over seeds, on some task: both controls must "
+    "fall on that task, and Holm–Bonferroni runs across the tasks. A task whose solution needs no absolute "
+    "position (sorting) may show none without refuting that a decoder can learn it; the key gives each task's "
+    "verdict",
+    metrics=("probe",),
+    plan=_plan_c8,
+)
+def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
+    s = ctx.analyse("symmetry", scheme="none", d=32, length=12)
+    r.tables.append(
+        Table(
+            "Permutation test on fresh encoders (float64): max |f(x[π]) − f(x)[π]|",
+            ["scheme", "combine", "max abs diff", "equivariant"],
+            [
+                [k, v["combine"], f"{v['max_abs_diff']:.1e}", "yes" if v["equivariant"] else "no"]
+                for k, v in s["schemes"].items()
+            ],
+        )
+    )
+    items, table, shown = [], [], []
+    for task, scheme, comb, arm, runs in _c8_arms(ctx):
+        acc = float(arm[arm.status == "done"]["m.acc"].mean())
+        if not runs:
+            table.append([str(task), f"{scheme} + {comb}", pct(acc), "below the floor: not probed", "", "", ""])
+            if scheme == "none":
+                side = run_side(ctx, "NoPE decoder", list(arm.run_id))
+                items.append(Evidence(Comparison(task.where(), side, side), False, ()))
+            continue
+        trained = ctx.measure_many("layer_probes", runs)
+        best = {_seed(ctx, run): max(p["accuracy"][1:]) for run, p in trained.items()}
+        first = {_seed(ctx, run): p["accuracy"][0] for run, p in trained.items()}
+        chance = float(np.mean([p["chance"] for p in trained.values()]))
+        shown.append(runs[0])
+        row = [
+            str(task),
+            f"{scheme} + {comb}",
+            pct(acc),
+            pct(float(np.mean(list(best.values())))),
+            pct(float(np.mean(list(first.values())))),
+        ]
+        if scheme == "none":
+            at_init = ctx.measure_many("layer_probes", runs, at_init=True)
+            init = {_seed(ctx, run): max(p["accuracy"][1:]) for run, p in at_init.items()}
+            row.append(pct(float(np.mean(list(init.values())))))
+            a = measured_side(ctx, "trained NoPE, best layer", runs, "probe", best)
+            for label, control in (("layer-1 input", first), ("at initialisation, best layer", init)):
+                c = Comparison(task.where(control=label), a, measured_side(ctx, label, runs, "probe", control))
+                items.append(Evidence(c, True, (paired_test(c, PROBE),)))
+        else:
+            row.append("–")
+        row.append(pct(chance))
+        table.append(row)
+    by_task: dict[str, list[Evidence]] = {}
+    for item in items:
+        w = item.comparison.where
+        by_task.setdefault(str(TaskPlace(w["task.name"], w.get("setting", ""))), []).append(item)
+    probe, task_verdicts = decide_some_group(list(by_task.values()), ctx.margin)
+    r.verdict = rule_c8(s["equivariant_schemes"], probe)
+    r.halves = {"equivariant without positions": EXACT if s["equivariant_schemes"] == ["none"] else NOT_SUPPORTED,
+                "a NoPE decoder learns position": probe.verdict}  # fmt: skip
+    r.tables.append(
+        Table(
+            "Linear probe of absolute position from causal decoders (held-out sequences), mean over the seeds that "
+            "learned",
+            [
+                "task",
+                "arm",
+                "task accuracy",
+                "probe, best layer",
+                "probe, layer-1 input",
+                "probe at init, best layer",
+                "chance",
+            ],
+            table,
+        )
+    )
+    r.tables.append(
+        family_table("Trained NoPE probe (A) against each control (B), paired by seed", probe, ["task.name", "control"])
+    )
+    if shown:
+        p = ctx.analyse("probes", run_id=shown[0])
+        r.figures += _figures(p, {"_layers.png": f"probes by layer, run {shown[0]}"})
+    equi = ", ".join(s["equivariant_schemes"]) or "none"
+    per_task = ", ".join(f"{t}: {v}" for t, v in zip(by_task, task_verdicts, strict=True))
+    r.key = f"equivariant: {equi} (exact); NoPE decoder learns position: {probe.verdict} ({per_task or 'no decoder'})"
+    if probe.verdict == TOO_SMALL:
+        r.caveats.append("No NoPE decoder reached the floor at this budget, so the probe half could not be drawn.")
+    r.metric = used_metrics(probe)
+    r.run_ids = sorted(set(runs_of(probe)) | set(shown))
+    r.rows = row_records(probe, "NoPE probe beats control")
+    return r

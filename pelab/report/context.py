@@ -1,0 +1,203 @@
+"""What every claim reads: the study folder, its runs, the floor and margin, and the report's worker processes,
+which measure stored models (``pelab.analysis.measures``) side by side while this process decides.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pelab import forkserver
+from pelab.study.folder import StudyFolder
+from pelab.study.grid import Study
+
+
+def measure_job(folder: str, name: str, run_id: str, at_init: bool) -> dict[str, Any]:
+    """One measure on one stored model; a top-level function, so worker processes can run it."""
+    from pelab.analysis import AnalysisInput, load_trained
+    from pelab.analysis.measures import MEASURES
+
+    model, run = load_trained(Path(folder), run_id)
+    inputs = AnalysisInput.for_model(model, run)
+    if at_init:
+        inputs = replace(inputs, model=inputs.initial_model())
+    return MEASURES[name](inputs)
+
+
+def _worker_init() -> None:
+    """Each report worker: torch on one thread, and Ctrl-C (which a terminal sends to the whole group) ends it
+    at once and quietly: the driver alone says "interrupted" and exits 130. A write it was making is left as a
+    temp file, never as a part of its target, and the next report removes it."""
+    import signal
+
+    import torch
+
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    torch.set_num_threads(1)
+
+
+def _measure_key(name: str, run_id: str, at_init: bool) -> str:
+    return json.dumps(["measure", name, run_id, at_init])
+
+
+@contextmanager
+def report_pool(workers: int | None = None) -> Iterator[Executor | None]:
+    """Worker processes for the report's per-seed measures (one per core; none on one core). Started from a
+    fork server, so they do not inherit this process's threads; each runs torch on one thread."""
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if n < 2:
+        yield None
+        return
+    before = set(mp.active_children())
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=forkserver.context(), initializer=_worker_init)
+    try:
+        yield pool
+    except BaseException:
+        # Interrupted: a worker still starting when Ctrl-C came ignored it (pelab.forkserver) and would go on
+        # to measure; end every worker this pool started rather than wait for them.
+        for child in set(mp.active_children()) - before:
+            child.kill()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass
+class ReportContext:
+    folder: Path
+    study: Study
+    rows: list[dict[str, Any]]
+    frame: pd.DataFrame
+    floor: float = 0.8
+    margin: float = 0.01
+    analyses: dict[str, Any] = field(default_factory=dict)
+    #: every run's row before each tuned arm was reduced to its best rate (``pelab.report.rates``)
+    frame_all: pd.DataFrame | None = None
+    rate_choices: list[Any] = field(default_factory=list)
+    #: stored runs left out because their rows do not hold together (``pelab.study.store.row_problem``)
+    excluded: int = 0
+    #: worker processes for ``measure_many`` (``report_pool``); None measures in this process
+    pool: Executor | None = None
+    #: analyses started on ``pool`` beside the claims (``prefetch``), by name, until first read
+    pending: dict[str, Future] = field(default_factory=dict)
+    #: measures started on ``pool`` ahead of their first read (``submit``), by cache key, until first read
+    started: dict[str, Future] = field(default_factory=dict)
+    #: a sequential study's design (``pelab.study.design``): the looks of every comparison; None: fixed seeds
+    design: Any = None
+
+    def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
+        """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and
+        while this process waits on their measures); without a pool it runs here, at once."""
+        if self.pool is None:
+            self.analyses[name] = job(*args)
+        else:
+            self.pending[name] = self.pool.submit(job, *args)
+
+    def prefetched(self, name: str) -> Any:
+        """A prefetched analysis, waited for on first read; None when none was started. A job that failed
+        raises its error at every read, so no reader mistakes a failure for an analysis that had nothing to
+        say (C16 would tell the user MiniLM is not installed)."""
+        if name in self.pending:
+            self.analyses[name] = self.pending[name].result()  # a failed job raises here, at every read
+            del self.pending[name]
+        return self.analyses.get(name)
+
+    @property
+    def figures(self) -> Path:
+        p = self.folder / "figures"
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+
+    @property
+    def analysis_dir(self) -> Path:
+        p = self.folder / "analyses"
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def has_checkpoint(self, run_id: str) -> bool:
+        return StudyFolder(self.folder).has_checkpoint(run_id)
+
+    def pick_run(self, frame: pd.DataFrame) -> str | None:
+        """The lowest-seed finished run of an arm that has a checkpoint: the one analyses look at."""
+        done = frame[frame.status == "done"].sort_values("seed")
+        for run_id in done.run_id:
+            if self.has_checkpoint(run_id):
+                return str(run_id)
+        return None
+
+    def learned_runs(self, arm: pd.DataFrame) -> list[str]:
+        """Every finished run with a checkpoint of an arm that learned its task (mean accuracy at the floor or
+        above), lowest seed first; empty when the arm did not learn: analyses that feed a verdict read these."""
+        from pelab.report.evidence import side
+
+        done = arm[arm.status == "done"].sort_values("seed")
+        if done.empty or not side(done, "arm").learned(self.floor):  # one test, language models included
+            return []
+        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+
+    def submit(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> None:
+        """Start ``measure`` for these runs on the report's workers without waiting (nothing without a pool). A
+        claim's ``plan`` calls this for every model it will read, before any claim runs: the workers then go
+        from one measure to the next, claim after claim, instead of idling between one arm's seeds and the
+        next arm's while this process decides."""
+        if self.pool is None:
+            return
+        for r in dict.fromkeys(run_ids):
+            key = _measure_key(name, r, at_init)
+            if key not in self.analyses and key not in self.started:
+                self.started[key] = self.pool.submit(measure_job, str(self.folder), name, r, at_init)
+
+    def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
+        """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached. A measure
+        started on a worker is waited for; one never started runs here."""
+        key = _measure_key(name, run_id, at_init)
+        if key not in self.analyses:
+            started = self.started.pop(key, None)
+            self.analyses[key] = (
+                started.result() if started is not None else measure_job(str(self.folder), name, run_id, at_init)
+            )
+        return self.analyses[key]
+
+    def measure_many(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> dict[str, dict[str, Any]]:
+        """``measure`` for every seed of an arm at once: the missing ones run side by side on the report's
+        worker processes (one per core), so no core idles while the report reads stored models."""
+        missing = [r for r in dict.fromkeys(run_ids) if _measure_key(name, r, at_init) not in self.analyses]
+        if len(missing) > 1:
+            self.submit(name, missing, at_init)
+        return {r: self.measure(name, r, at_init) for r in run_ids}
+
+    def analyse(
+        self, name: str, run_id: str | None = None, at_init: bool = False, **scheme: Any
+    ) -> dict[str, Any] | None:
+        """Run (or reuse) one analysis on a stored checkpoint (or, ``at_init``, on the same model before
+        training: same seed, same construction) or on a scheme alone."""
+        from pelab.analysis import AnalysisInput, analysis, load_trained
+        from pelab.config import PositionConfig
+
+        key = json.dumps([name, run_id, at_init, scheme], sort_keys=True, default=str)
+        if key in self.analyses:
+            return self.analyses[key]
+        label = "-".join(str(v) for k, v in sorted(scheme.items()) if k not in ("d", "length", "grid"))
+        stem = f"{name}-{run_id}{'-init' if at_init else ''}"
+        out = self.analysis_dir / (stem if run_id else f"{name}-{label}-{scheme.get('d')}")
+        if run_id is not None:
+            model, run = load_trained(self.folder, run_id)
+            inputs = AnalysisInput.for_model(model, run)
+            if at_init:
+                inputs = replace(inputs, model=inputs.initial_model())
+        else:
+            position = PositionConfig(**{k: v for k, v in scheme.items() if k not in ("d", "length", "grid")})
+            inputs = AnalysisInput.for_scheme(position, scheme["d"], scheme["length"], scheme.get("grid"))
+        result = analysis(name).run(inputs, out)
+        result["folder"] = out  # where its figures are (added after the JSON is written)
+        self.analyses[key] = result
+        return result

@@ -1,0 +1,225 @@
+"""A claim's comparisons as the report shows them (one table row per comparison, cells of intervals, speeds and
+levels) and as claims.json records them; and what a claim's rows add up to in words (the metric used, the runs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from pelab.report.registry import Table
+from pelab.rules import (
+    ACC,
+    LOSS_DOUBTS,
+    NO_INFO,
+    OVERLAP,
+    PROBE,
+    SHARE,
+    SUPPORTED,
+    TOO_SMALL,
+    Family,
+    Row,
+    Side,
+    metric,
+)
+
+
+# --- formatting ---------------------------------------------------------------------
+def pct(x: float | None) -> str:
+    return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def clip(lo: float, hi: float, bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+    """An interval of a bounded metric, for display: never past the metric's range."""
+    return (max(lo, bounds[0]), min(hi, bounds[1]))
+
+
+def interval_cell(mean: float, lo: float, hi: float, key: str = "acc") -> str:
+    """An arm's mean and 95% interval over seeds, clipped to the metric's range."""
+    m = metric(key)
+    if math.isnan(mean):
+        return "–"
+    if math.isnan(lo):
+        return m.fmt_value(mean)
+    lo, hi = clip(lo, hi, m.bounds)
+    return f"{m.fmt_value(mean)} [{m.fmt_value(lo)}, {m.fmt_value(hi)}]"
+
+
+def side_cell(s: Side, key: str = "acc") -> str:
+    from pelab.study.stats import t_interval
+
+    values = list(s.of(key).values())
+    if not values:
+        return f"{s.label}: no finished run"
+    return f"{s.label}: {interval_cell(*t_interval(values), key)}"
+
+
+def speed_cell(s: Side) -> str:
+    """Mean steps to reach the floor over the seeds that did, and how many did: learning speed, which still
+    differs where final accuracy has saturated."""
+    reached = list(s.of("steps_to_floor").values())
+    seeds = s.seeds()
+    if not seeds or "steps_to_floor" not in s.values or s.is_language_model:  # an accuracy floor: not for LMs
+        return "–"
+    if not reached:
+        return f"never (0/{seeds})"
+    return f"{sum(reached) / len(reached):.0f} ({len(reached)}/{seeds})"
+
+
+def level_cell(row: Row) -> str:
+    """The level the verdict read; with sequential seeds, also the nominal level its last look was read at."""
+    text = "95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)"
+    if row.test is not None and row.test.looks is not None:
+        text += f"; read at the nominal {100 * row.test.read_level(row.level):.2f}% of its last look"
+    return text
+
+
+def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict[str, str] | None = None) -> Table:
+    """One row per comparison: held-equal keys, both arms (accuracy, and the deciding metric when it is
+    another), the metric that decided, the paired difference at the level that decided it, size, verdict."""
+    words = words or {}
+    rows = []
+    for row, place in zip(fam.rows, places(fam, where_keys), strict=True):
+        c, t = row.comparison, row.test
+        # probe scores, overlaps: measured on the models, not run metrics; a run has no accuracy to show beside them
+        measured = t is not None and t.metric.key not in RUN_METRICS
+        # a row without a test (a measure at its ceiling) still shows the measure, not the task's accuracy
+        shown = t.metric.key if t is not None else next((k for k in c.a.values if k in MEASURES), None)
+        cells = (
+            [f"{side_cell(s, shown)} {metric(shown).label}" for s in (c.a, c.b)]
+            if shown is not None and shown not in RUN_METRICS
+            else [side_cell(c.a), side_cell(c.b)]
+        )
+        if c.a is c.b:  # a row that stands for an arm never measured (C2's overlap, C8's probe): one arm, shown once
+            cells[1] = "–"
+        if t is not None and not measured and t.metric.key != "acc":
+            cells = [f"{cell}; {side_cell(s, t.metric.key).split(': ', 1)[1]} {t.metric.label}"
+                     for cell, s in zip(cells, (c.a, c.b), strict=True)]  # fmt: skip
+        decided = t.metric.label if t is not None else "–"
+        if row.skipped and t is not None:
+            decided += f" ({'; '.join(row.skipped)})"
+        rows.append(
+            [
+                place,
+                *cells,
+                decided,
+                row.describe() if t is not None else "; ".join(row.skipped) or "–",
+                level_cell(row) if t is not None else "–",
+                res.text if (res := row.resolution) is not None else "–",
+                str(min(c.a.seeds(), c.b.seeds())),
+                f"{c.a.params:,} / {c.b.params:,}" if c.a.params and c.b.params else "–",
+                f"{c.a.flops:,} / {c.b.flops:,}" if c.a.flops and c.b.flops else "–",
+                f"{speed_cell(c.a)} / {speed_cell(c.b)}",
+                words.get(row.verdict, row.verdict),
+            ]
+        )
+    return Table(f"{title} — {fam.explain()}", FAMILY_COLUMNS, rows)
+
+
+def places(fam: Family, keys: Sequence[str]) -> list[str]:
+    """Each row's held-equal values for ``keys``, and, where two rows share those, the other settings that tell
+    them apart ("task=offset, scheme=sinusoidal, d=32 (layout=tensor2tensor)"): no two rows read alike."""
+    from pelab.report.evidence import config_labels
+
+    wheres = [dict(row.comparison.where) for row in fam.rows]
+    extra = config_labels(wheres, list(keys))
+    return [row.comparison.place(list(keys)) + (f" ({x})" if x else "") for row, x in zip(fam.rows, extra, strict=True)]
+
+
+#: Metrics every run stores: a family table shows each arm's accuracy, then the deciding one beside it.
+RUN_METRICS = ("acc", "loss", "auc", "bpb")
+
+
+#: What is measured on trained models rather than stored by a run (``measured_side``'s keys).
+MEASURES = (PROBE.key, OVERLAP.key, SHARE.key)
+
+
+FAMILY_COLUMNS = [
+    "held equal",
+    "arm A (accuracy [95% CI])",
+    "arm B",
+    "deciding metric",
+    "A − B [interval]",
+    "interval level",
+    "what the interval establishes (resolution)",
+    "seeds",
+    "params A / B",
+    "FLOPs/token A / B",
+    "steps to floor A / B (seeds that reached it)",
+    "verdict",
+]
+
+
+def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
+    """A family's rows as claims.json stores them: enough to check a verdict without the report."""
+    out = []
+    for row in fam.rows:
+        c, t = row.comparison, row.test
+        out.append(
+            {
+                "family": label,
+                "where": {k: (v.item() if hasattr(v, "item") else v) for k, v in c.where.items()},
+                "a": c.a.label,
+                "b": c.b.label,
+                "a_runs": list(c.a.run_ids),
+                "b_runs": list(c.b.run_ids),
+                "a_acc": c.a.mean("acc"),
+                "b_acc": c.b.mean("acc"),
+                "metric": t.metric.key if t is not None else None,
+                "diff": t.mean if t is not None else None,
+                "lo": row.interval[0] if t is not None else None,
+                "hi": row.interval[1] if t is not None else None,
+                "level": row.level,
+                "seeds": min(c.a.seeds(), c.b.seeds()),
+                "looks": t.looks.record() if t is not None and t.looks is not None else None,
+                "resolution": res.record() if (res := row.resolution) is not None else None,
+                "skipped": row.skipped,
+                "notes": row.notes,
+                "verdict": row.verdict,
+            }
+        )
+    return out
+
+
+def loss_disagrees(records: Sequence[dict[str, Any]]) -> bool:
+    """Every supporting row (``row_records``) won on accuracy where held-out loss does not confirm it
+    (``rules.second_opinion``): the headline says so, since a reader discounts such a win."""
+    wins = [r for r in records if r["verdict"] == SUPPORTED]
+    return bool(wins) and all(any(n.startswith(LOSS_DOUBTS) for n in r.get("notes", [])) for r in wins)
+
+
+def speed_only(records: Sequence[dict[str, Any]]) -> bool:
+    """Every supporting row (claims.json records: ``row_records``) was decided on learning speed (AUC): both arms
+    had solved the task, so the win says how fast, not how well. SCIENCE.md allows that fallback; the key and
+    the headline tell the reader."""
+    wins = [r for r in records if r["verdict"] == SUPPORTED]
+    return bool(wins) and all(r["metric"] == "auc" for r in wins)
+
+
+def used_metrics(*families: Family) -> str:
+    """The deciding metric as it was used across a claim's comparisons, for the reader."""
+    used: dict[str, int] = {}
+    skipped = 0
+    for fam in families:
+        for row in fam.rows:
+            if row.test is not None:
+                used[row.test.metric.label] = used.get(row.test.metric.label, 0) + 1
+                skipped += bool(row.skipped)
+            elif row.verdict == NO_INFO:
+                used["no informative metric"] = used.get("no informative metric", 0) + 1
+    if not used:
+        return ""
+    text = ", ".join(f"{k} ({n} comparison{'s' if n > 1 else ''})" for k, n in used.items())
+    if skipped:
+        text += f"; {skipped} fell back from {ACC.label}, which carried no information there"
+    return text
+
+
+def runs_of(*families: Family) -> list[str]:
+    return sorted({r for fam in families for row in fam.rows for r in row.comparison.run_ids()})
+
+
+def learned_rows(fam: Family) -> list[Row]:
+    """Rows that entered the verdict: an arm above the floor (``rules.FLOOR_POLICY``)."""
+    return [r for r in fam.rows if r.verdict != TOO_SMALL]

@@ -1,0 +1,173 @@
+"""Arms, comparisons and the paired test of one comparison on one metric.
+
+``Side`` / ``Comparison``: two arms that share everything but the compared axis, with per-seed values of every
+metric, so differences are paired by seed. ``Test``: the paired differences on one metric, their mean, the
+t-interval at any confidence, the p-value; or why the metric carries **no information** here (both arms at a ceiling
+or floor of the metric, or paired differences with zero spread), in which case the comparison falls back to the
+claim's next metric.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as st
+
+from pelab.rules.metrics import ALPHA, BASELINE, LM_LEARNED_SHARE, Metric
+from pelab.study.sequential import Looks
+
+
+def setting_text(key: str, value: Any) -> str:
+    """ "key=value", except a ``setting`` (what tells two configurations of one task apart), which already reads
+    "task.length=12"."""
+    return str(value) if key == "setting" else f"{key}={value}"
+
+
+# --- arms and comparisons ---------------------------------------------------------------
+#: How a held-equal key reads in a table cell.
+SHORT = {"task.name": "task", "model.position.scheme": "scheme", "model.combine": "combine", "model.d": "d"}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One arm of a comparison: per metric, the finished runs' values by seed."""
+
+    label: str
+    values: Mapping[str, Mapping[int, float]]
+    params: int = 0
+    flops: int = 0
+    run_ids: tuple[str, ...] = ()
+
+    def of(self, key: str) -> dict[int, float]:
+        return {s: float(v) for s, v in self.values.get(key, {}).items() if v is not None and not math.isnan(v)}
+
+    def mean(self, key: str = "acc") -> float:
+        v = list(self.of(key).values())
+        return float(np.mean(v)) if v else math.nan
+
+    def seeds(self, key: str = "acc") -> int:
+        return len(self.of(key))
+
+    @property
+    def is_language_model(self) -> bool:
+        return bool(self.of(BASELINE))
+
+    def learned(self, floor: float) -> bool:
+        """Mean accuracy at the training size at or above the study's floor (one floor for every claim); for a
+        language model, held-out loss at most LM_LEARNED_SHARE of the context-free baseline's."""
+        if self.is_language_model:
+            loss, base = self.mean("loss"), self.mean(BASELINE)
+            return not math.isnan(loss) and loss <= LM_LEARNED_SHARE * base
+        m = self.mean("acc")
+        return not math.isnan(m) and m >= floor
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Arm A against arm B; ``where`` names what both share (task, width, ...)."""
+
+    where: Mapping[str, Any]
+    a: Side
+    b: Side
+    #: the seed counts it was examined at and the cap, when the study adds seeds sequentially; None: fixed seeds
+    looks: Looks | None = None
+
+    def learned(self, floor: float) -> bool:
+        return self.a.learned(floor) and self.b.learned(floor)
+
+    def place(self, keys: Sequence[str] | None = None) -> str:
+        keys = list(self.where) if keys is None else keys
+        return ", ".join(setting_text(SHORT.get(k, k.split(".")[-1]), self.where[k]) for k in keys if k in self.where)
+
+    def run_ids(self) -> list[str]:
+        return [*self.a.run_ids, *self.b.run_ids]
+
+
+# --- one comparison on one metric -------------------------------------------------------
+@dataclass(frozen=True)
+class Test:
+    """Paired differences A − B on one metric, oriented so that positive means A better."""
+
+    metric: Metric
+    diffs: tuple[float, ...]  # raw A − B per seed ((A − B) / B for relative metrics)
+    info: str | None = None  # why this metric tells nothing here; None when it does
+    #: the sequential design it was examined under (``pelab.study.sequential``): every interval and p-value is
+    #: then read at its last look's nominal level, so interim looks do not inflate the error rate; None (fixed
+    #: seeds) reads them as they are
+    looks: Looks | None = None
+
+    def read_level(self, level: float) -> float:
+        """The confidence level actually read for an overall ``level``: itself with fixed seeds; with a design,
+        the nominal level of the last look (a repeated confidence interval)."""
+        return level if self.looks is None else self.looks.nominal_level(level)
+
+    @property
+    def n(self) -> int:
+        return len(self.diffs)
+
+    @property
+    def sign(self) -> int:
+        return 1 if self.metric.higher_is_better else -1
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.diffs)) if self.diffs else math.nan
+
+    @property
+    def se(self) -> float:
+        return float(np.std(self.diffs, ddof=1) / math.sqrt(self.n)) if self.n >= 2 else math.nan
+
+    def interval(self, level: float = 1 - ALPHA) -> tuple[float, float]:
+        """Two-sided t-interval of the raw mean difference at ``level``."""
+        if self.n < 2:
+            return (math.nan, math.nan)
+        half = float(st.t.ppf(0.5 + self.read_level(level) / 2, self.n - 1)) * self.se
+        return (self.mean - half, self.mean + half)
+
+    def oriented(self, level: float = 1 - ALPHA) -> tuple[float, float]:
+        """The interval with positive meaning 'A better'."""
+        lo, hi = self.interval(level)
+        return (lo, hi) if self.sign > 0 else (-hi, -lo)
+
+    def p_beyond(self, theta: float) -> float:
+        """Two-sided p-value of H0: mean difference (oriented) = theta; the smallest alpha whose interval
+        excludes theta (with a design: the smallest total alpha at whose nominal level it does)."""
+        if self.n < 2 or not self.se > 0:
+            return math.nan
+        t = (self.sign * self.mean - theta) / self.se
+        p = float(2 * st.t.sf(abs(t), self.n - 1))
+        return p if self.looks is None else self.looks.adjusted(p)
+
+
+def paired_test(c: Comparison, m: Metric) -> Test:
+    """The paired test of A against B on ``m``, or a Test whose ``info`` says why the metric is silent."""
+    a, b = c.a.of(m.key), c.b.of(m.key)
+    seeds = sorted(a.keys() & b.keys())
+    if m.relative:
+        diffs = tuple((a[s] - b[s]) / b[s] if b[s] != 0 else math.nan for s in seeds)
+        diffs = tuple(d for d in diffs if not math.isnan(d))
+    else:
+        diffs = tuple(a[s] - b[s] for s in seeds)
+    if len(diffs) < 2:
+        return Test(m, diffs, info=f"fewer than 2 paired seeds ({len(diffs)})", looks=c.looks)
+    bound = m.arms_at_bound([a[s] for s in seeds], [b[s] for s in seeds])
+    if bound:
+        return Test(m, diffs, info=f"both arms at the {bound} of {m.label}", looks=c.looks)
+    if float(np.std(diffs)) <= 1e-12 * max(1.0, abs(float(np.mean(diffs)))):
+        return Test(m, diffs, info=f"paired differences of {m.label} have zero spread", looks=c.looks)
+    return Test(m, diffs, looks=c.looks)
+
+
+def from_diffs(m: Metric, diffs: Sequence[float], info: str | None = None, looks: Looks | None = None) -> Test:
+    """A Test over differences computed elsewhere (differences of gaps, probe scores), with the same
+    zero-spread rule."""
+    diffs = tuple(float(d) for d in diffs if not math.isnan(d))
+    if info is None and len(diffs) < 2:
+        info = f"fewer than 2 paired seeds ({len(diffs)})"
+    elif info is None and float(np.std(diffs)) <= 1e-12 * max(1.0, abs(float(np.mean(diffs)))):
+        info = f"paired differences of {m.label} have zero spread"
+    return Test(m, diffs, info, looks)

@@ -1,0 +1,278 @@
+"""Every comparison behind one claim, each decided on the first informative metric of the claim's chain, with
+Holm–Bonferroni across them wherever the claim says "on some comparison"; the family's verdict, and the one floor
+policy every family follows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from pelab.rules.compare import Comparison, Test, paired_test
+from pelab.rules.metrics import ALPHA, MIN_EQUIVALENCE_SEEDS, RELATIVE_MARGIN, margin_for, metric
+from pelab.rules.rows import Family, Kind, Row, _capped, _decide, holm, second_opinion
+from pelab.rules.verdicts import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.study.design import looks_for
+from pelab.study.sequential import SPENDING_NAMES, Looks
+
+
+def choose_test(c: Comparison, chain: Sequence[str]) -> tuple[Test | None, list[str]]:
+    """The first metric of ``chain`` that carries information for ``c``, and the reasons the earlier ones
+    did not."""
+    skipped = []
+    for key in chain:
+        t = paired_test(c, metric(key))
+        if t.info is None:
+            return t, skipped
+        skipped.append(t.info)
+    return None, skipped
+
+
+def _p_for(kind: Kind, t: Test, margin: float, combine: str) -> float:
+    """The p-value Holm ranks: for 'any' families the test that would support the claim on this row; for
+    'all' families the test that would refute it."""
+    if combine == "any":  # only 'A beats B (far) on some comparison' is claimed that way
+        theta = margin if kind == "beyond_margin" else 0.0
+        return t.p_beyond(theta) if kind in ("better", "beyond_margin") and t.sign * t.mean > theta else math.nan
+    # 'all': refuting rows
+    if kind == "equivalent":
+        m = abs(t.mean)
+        return t.p_beyond(math.copysign(margin, t.sign * t.mean)) if m > margin else math.nan
+    if kind == "not_worse":
+        return t.p_beyond(-margin) if t.sign * t.mean < -margin else math.nan
+    if kind == "beyond_margin":
+        return t.p_beyond(margin) if t.sign * t.mean < margin else math.nan
+    # 'better': refuted by A worse beyond the interval, or (on enough seeds) by an interval wholly inside the
+    # margin; the latter's p is the smallest alpha whose interval excludes both bounds (two one-sided tests)
+    o = t.sign * t.mean
+    worse = t.p_beyond(0.0) if o < 0 else math.nan
+    inside = (
+        max(t.p_beyond(-margin), t.p_beyond(margin))
+        if -margin < o < margin and t.n >= MIN_EQUIVALENCE_SEEDS
+        else math.nan
+    )
+    return min((p for p in (worse, inside) if not math.isnan(p)), default=math.nan)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One comparison ready for a rule: whether its arms learned, and its tests in the claim's metric order."""
+
+    comparison: Comparison
+    learned: bool
+    tests: tuple[Test, ...]
+
+
+def chain_for(c: Comparison, chain: Sequence[str]) -> tuple[str, ...]:
+    """Language models are decided on held-out loss (bits per byte up to a constant: relative differences are
+    the same), whatever the claim's chain: next-byte accuracy is not what a language model is for."""
+    if c.a.is_language_model and c.b.is_language_model:
+        return ("bpb",)
+    return tuple(chain)
+
+
+def evidence(comparisons: Sequence[Comparison], chain: Sequence[str], floor: float) -> list[Evidence]:
+    """Paired tests of every comparison on each metric of ``chain``; whether it enters is ``FLOOR_POLICY``."""
+    return [
+        Evidence(c, enters(c, floor), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain)))
+        for c in comparisons
+    ]
+
+
+def enters(c: Comparison, floor: float) -> bool:
+    """``FLOOR_POLICY``: whether a comparison takes part in a verdict (at least one arm learned)."""
+    return c.a.learned(floor) or c.b.learned(floor)
+
+
+#: The one floor policy of every verdict family. A comparison enters when at least one of its arms learned (is
+#: above the study's floor): an arm that failed where its pair learned is evidence against that arm, and dropping
+#: the row as "budget too small" would hide it (SCIENCE.md, C2: "none may be dropped"; C18's masked NoPE and
+#: C19's added grid fail by the claim's own account). Only a comparison where neither arm learned says nothing
+#: but that the budget was too small. The row is then decided like any other, on the paired interval of its first
+#: informative metric, so an arm just under the floor beside one just over it is no win unless the interval says
+#: so. Key figures still quote only rows whose arms both learned where there are any (``key_of``). C3's width
+#: series follow it too (a width enters when an arm learned). Measures of what a model learned (C2's overlap,
+#: C4's shares, C8's and C10's probes) are a different matter: they are taken only on runs that learned, since a
+#: model that learned nothing has no learned structure to measure.
+FLOOR_POLICY = (
+    "a comparison enters when at least one arm is above the floor (an arm that failed where its pair learned "
+    "counts against it, on the paired interval like any other); one where neither learned is budget too small"
+)
+
+
+def sequential_note(looks: Looks, alpha: float = ALPHA) -> str:
+    """How a row examined sequentially was read: its looks and its last look's nominal level."""
+    return (
+        f"sequential seeds ({looks.text()}): its interval is read at the last look's nominal "
+        f"{100 * looks.nominal_level(1 - alpha):.2f}% ({SPENDING_NAMES[looks.spending]}-type alpha spending)"
+    )
+
+
+def swapped(comps: Sequence[Comparison]) -> list[Comparison]:
+    """The same comparisons with A and B exchanged: the claim's opposite, tested by the same rule."""
+    return [Comparison(c.where, c.b, c.a, c.looks) for c in comps]
+
+
+def family(
+    comparisons: Sequence[Comparison],
+    chain: Sequence[str],
+    floor: float,
+    margin: float,
+    kind: Kind = "better",
+    combine: Literal["any", "all"] = "any",
+    alpha: float = ALPHA,
+) -> Family:
+    """Decide every comparison on the first informative metric of ``chain`` and combine them (``decide``)."""
+    return decide(evidence(comparisons, chain, floor), margin, kind, combine, alpha)
+
+
+def decide(
+    items: Sequence[Evidence],
+    margin: float,
+    kind: Kind = "better",
+    combine: Literal["any", "all"] = "any",
+    alpha: float = ALPHA,
+) -> Family:
+    """The family rule of SCIENCE.md.
+
+    * Rows where neither arm learned are ``TOO_SMALL`` and take no part (``FLOOR_POLICY``).
+    * Rows where no test carries information are ``NO_INFO`` and take no part; otherwise the first
+      informative test decides the row (the metrics before it are listed as skipped, with why).
+    * ``combine="any"`` (A beats B on *some* comparison): Holm–Bonferroni across the informative rows;
+      a row supports the claim only on the interval at its Holm level. Supported when some row is; not
+      supported when every informative row is not (each at 95%: refuting all is an intersection); else
+      inconclusive.
+    * ``combine="all"`` (the claim must hold on *every* comparison): supported when every informative row is
+      supported at the plain 95% level (an intersection–union test needs no correction); not supported when
+      some row refutes it at its Holm level; else inconclusive.
+    """
+    rows: list[Row] = []
+    tests: list[tuple[int, Test, float, tuple[Test, ...]]] = []  # row, deciding test, margin, every metric's test
+    for item in items:
+        c = item.comparison
+        if not item.learned:
+            rows.append(Row(c, TOO_SMALL, skipped=["both arms below the floor"]))
+            continue
+        skipped = [t.info for t in item.tests if t.info is not None]
+        t = next((t for t in item.tests if t.info is None), None)
+        if t is None:
+            rows.append(Row(c, NO_INFO, skipped=skipped))
+            continue
+        skipped = [x.info for x in item.tests[: item.tests.index(t)] if x.info is not None]
+        if t.looks is None and (looks := looks_for(c.a.run_ids, c.b.run_ids)) is not None:
+            t = replace(t, looks=looks)  # a sequential study: read at its last look's nominal level
+        row = Row(c, INCONCLUSIVE, test=t, skipped=skipped, kind=kind)
+        if t.looks is not None:
+            row.notes.append(sequential_note(t.looks, alpha))
+        m = row_margin(row, margin)
+        if t.metric.relative and m > RELATIVE_MARGIN:
+            row.notes.append(
+                f"margin ±{m:.0%} here: {t.metric.margin_floor:g} nats of B's {c.b.mean(t.metric.key):.3g} "
+                f"(±{RELATIVE_MARGIN:.0%} would be {RELATIVE_MARGIN * c.b.mean(t.metric.key):.1g} nats)"
+            )
+        rows.append(row)
+        tests.append((len(rows) - 1, t, m, item.tests))
+    k = len(tests)
+    decisions = holm([_p_for(kind, t, m, combine) for _, t, m, _ in tests], alpha)
+    for (i, t, m, every), (rejected, level) in zip(tests, decisions, strict=True):
+        row = rows[i]
+        plain = _decide(kind, *t.oriented(1 - alpha), m, t.n)
+        strict = _decide(kind, *t.oriented(level), m, t.n)
+        if _capped(kind, *t.oriented(1 - alpha), m, t.n):
+            refuted = kind in ("equivalent", "not_worse") and _decide(kind, *t.oriented(1 - alpha), m) == NOT_SUPPORTED
+            where = "outside" if refuted else "inside"
+            row.notes.append(f"{where} the margin, but equivalence needs ≥ {MIN_EQUIVALENCE_SEEDS} seeds ({t.n} here)")
+        if combine == "any":
+            # Support on some row needs Holm; refuting every row is an intersection, so 95% each suffices.
+            if rejected and strict == SUPPORTED:
+                row.verdict, row.level = SUPPORTED, level
+            elif plain == SUPPORTED:  # significant alone, not after Holm: show the interval that decided
+                row.verdict, row.level = INCONCLUSIVE, level
+            else:
+                row.verdict = NOT_SUPPORTED if plain == NOT_SUPPORTED else INCONCLUSIVE
+        elif plain == SUPPORTED:  # 'all': support on every row at 95% each (intersection-union)
+            row.verdict = SUPPORTED
+        elif rejected and strict == NOT_SUPPORTED:  # refuting on some row needs Holm
+            row.verdict, row.level = NOT_SUPPORTED, level
+        else:
+            row.verdict = INCONCLUSIVE
+            if plain == NOT_SUPPORTED:
+                row.level = level
+        row.interval = t.interval(row.level)
+        if kind in ("better", "beyond_margin") and (note := second_opinion(row, every)) is not None:
+            row.notes.append(note)
+    correction = (
+        f"Holm–Bonferroni across {k} informative comparison(s)"
+        if combine == "any"
+        else f"every comparison must hold at 95% (no correction needed); refutations Holm-corrected across {k}"
+    )
+    return Family(rows, combine_verdicts([r.verdict for r in rows], combine), kind, combine, correction)
+
+
+def decide_some_group(
+    groups: Sequence[Sequence[Evidence]], margin: float, kind: Kind = "better", alpha: float = ALPHA
+) -> tuple[Family, list[str]]:
+    """Claims of the form "on some task, A beats every control" (C8: a NoPE decoder's probe beats both controls).
+
+    Within a group every row must hold: an intersection–union test, so the group's p-value is the largest of its
+    rows'. Across groups, Holm–Bonferroni on those p-values; a group supports the claim when it is rejected and
+    each of its rows' intervals at the group's Holm level says so. The claim is supported when some group is, not
+    supported when every informative group is refuted, else inconclusive. Returns the family (every row, with the
+    level that decided it) and each group's verdict, in order.
+    """
+    per = [decide(g, margin, kind, combine="all", alpha=alpha) for g in groups]
+    pvalues = []
+    for fam in per:
+        ps = [_p_for(kind, r.test, row_margin(r, margin), "any") for r in fam.rows if r.test is not None]
+        whole = fam.rows and all(r.tested for r in fam.rows) and not any(math.isnan(x) for x in ps)
+        pvalues.append(max(ps) if whole else math.nan)
+    verdicts = []
+    for fam, (rejected, level) in zip(per, holm(pvalues, alpha), strict=True):
+        holds = rejected and all(
+            _decide(kind, *r.test.oriented(level), row_margin(r, margin), r.test.n) == SUPPORTED
+            for r in fam.rows
+            if r.test is not None
+        )
+        if holds or fam.verdict == SUPPORTED:
+            for r in fam.rows:
+                r.verdict, r.level = (SUPPORTED if holds else INCONCLUSIVE), level
+                r.interval = r.test.interval(level) if r.test is not None else r.interval
+        verdicts.append(SUPPORTED if holds else INCONCLUSIVE if fam.verdict == SUPPORTED else fam.verdict)
+    k = sum(not math.isnan(x) for x in pvalues)
+    correction = (
+        f"on some of {len(per)} group(s): within a group every comparison must hold (its p is the largest of its "
+        f"rows'); Holm–Bonferroni across all {len(per)} group(s), {k} of them with every row pointing the claimed "
+        "way (a group that does not still counts in the correction)"
+    )
+    rows = [r for fam in per for r in fam.rows]
+    return Family(rows, combine_verdicts(verdicts, "any"), kind, "any", correction), verdicts
+
+
+def row_margin(r: Row, margin: float) -> float:
+    """The margin a decided row is read against: ``margin_for`` its deciding metric and its B arm's mean."""
+    assert r.test is not None
+    return margin_for(r.test.metric, margin, r.comparison.b.mean(r.test.metric.key))
+
+
+def combine_verdicts(verdicts: Sequence[str], how: Literal["any", "all"]) -> str:
+    if not verdicts:  # no comparison at all: the study lacks its arms, which says nothing of a budget
+        return NOT_RUN
+    learned = [v for v in verdicts if v != TOO_SMALL]
+    if not learned:
+        return TOO_SMALL
+    tested = [v for v in learned if v != NO_INFO]
+    if not tested:
+        return NO_INFO
+    if how == "any":
+        if SUPPORTED in tested:
+            return SUPPORTED
+        if all(v == NOT_SUPPORTED for v in tested):
+            return NOT_SUPPORTED
+        return INCONCLUSIVE
+    if NOT_SUPPORTED in tested:
+        return NOT_SUPPORTED
+    if all(v == SUPPORTED for v in tested):
+        return SUPPORTED
+    return INCONCLUSIVE

@@ -1,0 +1,37 @@
+"""The words a verdict can be. How each looks wherever it is shown (HTML, Markdown, terminal) is the report's
+business: ``pelab.report.looks``. The rules that choose among them are the rest of ``pelab.rules``.
+"""
+
+from __future__ import annotations
+
+SUPPORTED = "supported"
+
+
+NOT_SUPPORTED = "not supported"
+
+
+INCONCLUSIVE = "inconclusive at this budget"
+
+
+TOO_SMALL = "budget too small: arms did not learn"
+
+
+#: The study has no runs a claim could compare (its task or its arms are not in the study): unlike TOO_SMALL,
+#: no budget was tried, so nothing is said about one.
+NOT_RUN = "not run in this study"
+
+
+NO_INFO = "no information"  # both arms at a ceiling, or paired differences with zero spread, on every metric
+
+
+REPORTED = "reported"
+
+
+EXACT = "exact"
+
+
+ERROR = "error"
+
+
+#: Every word a claim's verdict can be, in the order a reader meets them.
+VERDICTS = (EXACT, SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NO_INFO, TOO_SMALL, NOT_RUN, REPORTED, ERROR)

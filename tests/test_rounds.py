@@ -65,7 +65,10 @@ def tiny(combines: list[str] = ["add", "concat_split"]) -> str:  # noqa: B006 - 
         ("[sequential]\nmax_seeds = 12\nstep = 0", "sequential.step: must be an integer in 1..100"),
         ("[sequential]\nmax_seeds = 12\nstep = true", "sequential.step"),
         ("[sequential]\nmax_seeds = 12\nspending = 'linear'", "allowed: obrien_fleming, pocock"),
-        ("[sequential]\nmax_seeds = 12\ncap = 3", "sequential: unknown key 'cap'; allowed: max_seeds, step, spending, claims"),
+        (
+            "[sequential]\nmax_seeds = 12\ncap = 3",
+            "sequential: unknown key 'cap'; allowed: max_seeds, step, spending, claims",
+        ),
         ("[sequential]\nmax_seeds = 12\nclaims = 'C6'", "sequential.claims: must be a non-empty list"),
         ("[sequential]\nmax_seeds = 12\nclaims = []", "sequential.claims: must be a non-empty list"),
         ("[sequential]\nmax_seeds = 12\nclaims = ['C6', 'C6']", "sequential.claims: must be a non-empty list"),

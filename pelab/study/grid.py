@@ -154,7 +154,8 @@ def _sequential(table: Any, seeds: list[int]) -> Sequential | None:
     claims = table.get("claims", [])
     if (
         not isinstance(claims, list)
-        or not claims and "claims" in table
+        or not claims
+        and "claims" in table
         or not all(isinstance(c, str) and CLAIM_ID.fullmatch(c) for c in claims)
         or len(set(claims)) != len(claims)
     ):

@@ -127,9 +127,9 @@ def test_a_family_read_sequentially_says_so_and_is_stricter() -> None:
     from pelab.report.tables import level_cell
 
     assert level_cell(fixed.rows[0]) == "95%"
-    assert level_cell(seq.rows[0]).startswith("95%; read at the nominal 9") and "of its last look" in level_cell(
-        seq.rows[0]
-    )
+    cell = level_cell(seq.rows[0])
+    assert cell.startswith("95%; interval at 9") and cell.endswith("its last look's nominal level")
+    assert any("nominal level is 9" in n and "before any Holm correction" in n for n in seq.rows[0].notes)
 
 
 # --- the procedure, simulated ------------------------------------------------------------------

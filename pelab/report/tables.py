@@ -71,7 +71,7 @@ def level_cell(row: Row) -> str:
     """The level the verdict read; with sequential seeds, also the nominal level its last look was read at."""
     text = "95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)"
     if row.test is not None and row.test.looks is not None:
-        text += f"; read at the nominal {100 * row.test.read_level(row.level):.2f}% of its last look"
+        text += f"; interval at {100 * row.test.read_level(row.level):.2f}%, its last look's nominal level"
     return text
 
 

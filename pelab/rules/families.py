@@ -105,8 +105,9 @@ FLOOR_POLICY = (
 def sequential_note(looks: Looks, alpha: float = ALPHA) -> str:
     """How a row examined sequentially was read: its looks and its last look's nominal level."""
     return (
-        f"sequential seeds ({looks.text()}): its interval is read at the last look's nominal "
-        f"{100 * looks.nominal_level(1 - alpha):.2f}% ({SPENDING_NAMES[looks.spending]}-type alpha spending)"
+        f"sequential seeds ({looks.text()}): the last look's nominal level is "
+        f"{100 * looks.nominal_level(1 - alpha):.2f}% before any Holm correction "
+        f"({SPENDING_NAMES[looks.spending]}-type alpha spending)"
     )
 
 

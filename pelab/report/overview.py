@@ -1,0 +1,106 @@
+"""The report's forest plots, drawn from the rows the claims produced (``ClaimResult.rows``), never recomputed.
+
+* ``overview_figure``: every add-against-concat comparison of the study (``first_screen.overview_rows``), right
+  meaning concatenation better, for the first screen.
+* ``claim_forests``: one forest per claim whose rows are paired comparisons, put first among its figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pelab.report.claims import ClaimResult, Figure, ReportContext
+from pelab.report.first_screen import overview_rows
+from pelab.report.forest import ForestPoint, forest_plot, group_of, points_from_rows, undrawn
+from pelab.report.verdicts import NOT_RUN
+
+CAPTION = (
+    "each point is one paired comparison, A − B, with the interval its verdict read (95%, or the Holm-corrected "
+    "level where several comparisons back one claim); right of 0 means A did better; the grey band is the margin "
+    "the row was read against; colour is the row's verdict; a hollow point (▽) has an arm below the floor"
+)
+
+
+TASK = (("task.name", ""),)
+PLACE = (("model.d", "d="), ("model.position.scheme", ""))
+
+
+def label_of(row: Mapping[str, Any], wide: bool = True) -> str:
+    """A point's label: where it stands within its task (width, scheme) and, unless ``wide`` is False, its arms."""
+    place = group_of(row.get("where") or {}, PLACE)
+    arms = f"{row['a']} vs {row['b']}" if wide else ""
+    return " · ".join(x for x in (place, arms) if x) or "–"
+
+
+def base_of(ctx: ReportContext) -> Any:
+    """B's mean on a row's metric, over B's runs (a relative margin's base: ``rules.margin_for``)."""
+    frame = ctx.frame
+
+    def base(row: Mapping[str, Any]) -> float:
+        col = f"m.{row['metric']}"
+        if col not in frame:
+            return math.nan
+        values = frame[frame.run_id.isin(row.get("b_runs", [])) & (frame.status == "done")][col]
+        return float(values.mean()) if len(values) else math.nan
+
+    return base
+
+
+def overview_points(ctx: ReportContext, claims: Sequence[ClaimResult]) -> tuple[list[ForestPoint], int]:
+    """The overview's points (A the concatenating arm), and how many of its rows had no interval to draw."""
+    points, skipped = [], 0
+    for cid, group, row in overview_rows(claims):
+        drawn = points_from_rows(cid, [row], ctx.floor, ctx.margin, base_of(ctx))
+        skipped += not drawn
+        where = row.get("where") or {}
+        task = group_of(where, TASK)
+        points += [ForestPoint(**{**vars(p), "group": f"{cid} {group}" + (f": {task}" if task else ""),
+                                  "label": label_of(row, wide=cid != "C6" or "wide" in str(row.get("family")))})
+                   for p in drawn]  # fmt: skip
+    return points, skipped
+
+
+def overview_figure(ctx: ReportContext, claims: Sequence[ClaimResult]) -> tuple[Figure | None, list[ForestPoint]]:
+    """The first screen's figure and the points it drew (None and [] when no add-against-concat row has an
+    interval)."""
+    points, skipped = overview_points(ctx, claims)
+    if not points:
+        return None, []
+    path = ctx.figures / "overview-forest.png"
+    drawn = forest_plot(path, points, "Concatenated (A) against added (B): every comparison", "concat better")
+    left = f"; {skipped} comparison(s) where neither arm learned or no metric informed are not drawn" if skipped else ""
+    return Figure("Every add-against-concat comparison", path, CAPTION + left), drawn
+
+
+def claim_points(ctx: ReportContext, c: ClaimResult) -> list[ForestPoint]:
+    """A claim's rows with an interval, grouped by family and place (task, width, scheme)."""
+    out = []
+    for row in c.rows:
+        for p in points_from_rows(c.id, [row], ctx.floor, ctx.margin, base_of(ctx)):
+            task = group_of(row.get("where") or {}, TASK)
+            family = str(row.get("family") or "")
+            group = " · ".join(x for x in (family, task) if x)
+            out.append(ForestPoint(**{**vars(p), "group": group, "label": label_of(row)}))
+    return out
+
+
+def claim_forests(ctx: ReportContext, claims: Sequence[ClaimResult]) -> dict[str, list[ForestPoint]]:
+    """A forest plot first among the figures of every claim with paired comparisons; the points drawn, by claim."""
+    drawn = {}
+    for c in claims:
+        if c.verdict == NOT_RUN:
+            continue
+        points = claim_points(ctx, c)
+        if not points:
+            continue
+        path = ctx.figures / f"forest-{c.id.lower()}.png"
+        drawn[c.id] = forest_plot(path, points, f"{c.id}: every comparison, A − B")
+        left = undrawn(c.rows)
+        note = f"; {left} comparison(s) without an interval are not drawn (see the table)" if left else ""
+        c.figures.insert(0, Figure(f"{c.id}: every comparison", path, CAPTION + note))
+    return drawn
+
+
+__all__ = ["CAPTION", "claim_forests", "claim_points", "overview_figure", "overview_points"]

@@ -88,15 +88,16 @@ def at_most(rows: Rows) -> str:
 
 
 def gap_text(row: Mapping[str, Any]) -> str:
-    """Where A stands against B on one row, from its oriented resolution: "behind by 3.1 to 5.2% in bits per
-    byte", "ahead by …", or "within ±2.0 pp accuracy"."""
+    """Where A stands against B on one row, from its oriented resolution: "none was behind rotary by 3.1% to 5.2% in
+    bits per byte", "… ahead of …", or "… within ±2.0 pp accuracy of …"."""
     res = row["resolution"]
     lo, hi = res["lo"], res["hi"]
+    a, b = row["a"], row["b"]
     if lo > 0:
-        return f"ahead by {size_text(row, lo).split(' ', 1)[0]} to {size_text(row, hi)}"
+        return f"{a} was ahead of {b} by {size_text(row, lo).split(' ', 1)[0]} to {size_text(row, hi)}"
     if hi < 0:
-        return f"behind by {size_text(row, -hi).split(' ', 1)[0]} to {size_text(row, -lo)}"
-    return f"within ±{size_text(row, res['within'])}"
+        return f"{a} was behind {b} by {size_text(row, -hi).split(' ', 1)[0]} to {size_text(row, -lo)}"
+    return f"{a} was within ±{size_text(row, res['within'])} of {b}"
 
 
 def _rest(rows: Rows, decided: int) -> str:
@@ -164,7 +165,7 @@ def halves_sentence(claim: Any, what: str) -> tuple[str, str] | None:
         rows = [r for r in tested(family_rows(claim, half)) if r.get("resolution")]
         if rows:
             r = rows[0]
-            parts.append(f"{half}, {r['a']} was {gap_text(r)} against {r['b']}")
+            parts.append(f"{half}, {gap_text(r)}")
     if not parts:
         return _no_verdict(claim, what), claim.verdict
     return f"{what}: {'; '.join(parts)}", claim.verdict

@@ -196,7 +196,8 @@ def test_what_this_run_says_comes_first(tmp_path: Path) -> None:
     html, md = render(tmp_path, claims, sentences=sentences, scale="~3k parameters, 25k tokens per run, seeds 0, 1")
     assert html.index("What this run says") < html.index('id="summary"')
     assert md.index("What this run says") < md.index("## Every claim")
-    assert '<p class="sentence">At the same width, concatenating beat adding on 0 of 3 (<a href="#c6">C6</a>).</p>' in html
+    sentence = "At the same width, concatenating beat adding on 0 of 3"
+    assert f'<p class="sentence">{sentence} (<a href="#c6">C6</a>).</p>' in html
     assert "At the same width, concatenating beat adding on 0 of 3 ([C6](#c6))." in md
     assert html.index("on 0 of 3") < html.index("~3k parameters") < html.index('id="summary"')
     assert "~3k parameters, 25k tokens per run" in md

@@ -126,8 +126,13 @@ def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
 def test_claim_lines_are_short_and_carry_the_verdict() -> None:
     long_key = "; ".join(["a key figure of many many words that goes on"] * 6)
     claims = [
-        claim("C8", NOT_SUPPORTED, [], title="Without position an encoder is permutation-equivariant, but a causal "
-              "decoder still learns position", key=long_key),  # fmt: skip
+        claim(
+            "C8",
+            NOT_SUPPORTED,
+            [],
+            title="Without position an encoder is permutation-equivariant, but a causal decoder still learns position",
+            key=long_key,
+        ),  # fmt: skip
         claim("C6", SUPPORTED, [row("f", "concat_split", "add", 0.02, 0.1, SUPPORTED)], title="Concatenation wins"),
         claim("C2", INCONCLUSIVE, [], title="t", key=long_key),
     ]

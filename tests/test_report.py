@@ -184,10 +184,9 @@ def _screenshot(browser: Any, path: Path, full: bool) -> Path:
     """The window, or (``full``) the whole page at the window's width, as a PNG."""
     params: dict[str, Any] = {"format": "png"}
     if full:
-        width, height = browser.execute_script(
-            "return [window.innerWidth, document.documentElement.scrollHeight]"
-        )
-        params |= {"captureBeyondViewport": True, "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}}
+        width, height = browser.execute_script("return [window.innerWidth, document.documentElement.scrollHeight]")
+        clip = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+        params |= {"captureBeyondViewport": True, "clip": clip}
     data = base64.b64decode(browser.execute_cdp_cmd("Page.captureScreenshot", params)["data"])
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     path.write_bytes(data)

@@ -76,5 +76,4 @@ def template_env(folder: Path) -> jinja2.Environment:
     return env
 
 
-
 __all__ = ["PNG_MAGIC", "fence", "template_env", "verdict_split"]

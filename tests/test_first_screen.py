@@ -87,6 +87,13 @@ def test_the_forest_draws_each_rows_interval_oriented_in_its_units(monkeypatch: 
     assert [p.margin for p in shown] == pytest.approx([100 * MARGIN, 100 * MARGIN, 100 * margin_for(LOSS, 0.01, 0.2)])
     assert len(figs[0].axes) == 2  # one panel per unit
     plt.close(figs[0])
+    # With ``empty``, the row without an interval is shown too: a cross at 0 in a panel of its own, last.
+    points = forest.points_from_rows("C6", rows, FLOOR, MARGIN, empty=True)
+    shown = forest.forest_plot(Path("x.png"), points, "t")
+    assert [p.panel for p in shown][-1] == forest.NO_INTERVAL and math.isnan(shown[-1].mid)
+    crosses = [ln for ln in figs[1].axes[-1].lines if ln.get_marker() == "x"]
+    assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [0]
+    plt.close(figs[1])
 
 
 def test_the_overview_takes_each_add_against_concat_pair_once_with_concat_as_a() -> None:

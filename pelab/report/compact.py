@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 #: The most words a compact cell keeps before its note takes over.
-WORDS = 8
+WORDS = 12
 
 
 @dataclass
@@ -50,7 +50,12 @@ def head(cell: str, words: int = WORDS) -> str:
             break
         depth += (ch in "([") - (ch in ")]")
     parts = text.split()
-    return " ".join(parts) if len(parts) <= words else " ".join(parts[:words]) + " …"
+    if len(parts) <= words:
+        return text
+    keep = parts[:words]
+    while " ".join(keep).count("[") > " ".join(keep).count("]") and len(keep) < len(parts):
+        keep.append(parts[len(keep)])  # an interval is a number: never cut inside it
+    return " ".join(keep) + (" …" if len(keep) < len(parts) else "")
 
 
 def compact(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], words: int = WORDS) -> Compact:

@@ -34,6 +34,8 @@ COLOUR = {
     TOO_SMALL: "#7c3aed",
 }
 OTHER = "#334155"
+#: The panel of rows without an interval: shown, so a reader sees that they exist and why nothing is drawn.
+NO_INTERVAL = "no interval: neither arm learned, or no metric informed"
 #: Keys of a row's ``where`` that name its group, in order, with their short names.
 GROUP_KEYS = (("task.name", ""), ("model.d", "d="), ("model.position.scheme", ""))
 
@@ -105,15 +107,18 @@ def points_from_rows(
     margin: float,
     base: Callable[[Mapping[str, Any]], float] | None = None,
     label: Callable[[Mapping[str, Any]], str] | None = None,
+    empty: bool = False,
 ) -> list[ForestPoint]:
-    """Every row with an interval as a point (rows without one, where no metric informed or neither arm learned,
-    are not drawn: ``undrawn`` counts them). ``base`` gives B's mean on the row's metric (the relative margin's
-    base); ``label`` names the row (default "A vs B")."""
+    """Every row with an interval as a point; with ``empty``, a row without one (no metric informed, or neither arm
+    learned) too, in the panel ``NO_INTERVAL``, drawn as a grey cross at 0 (``undrawn`` counts them). ``base``
+    gives B's mean on the row's metric (the relative margin's base); ``label`` names the row (default "A vs B")."""
     out = []
     for r in rows:
-        if not r.get("metric") or r.get("lo") is None or r.get("hi") is None or r.get("diff") is None:
-            continue
-        if any(math.isnan(float(r[k])) for k in ("lo", "hi", "diff")):
+        if not has_interval(r):
+            if empty:
+                name = label(r) if label else f"{r.get('a')} vs {r.get('b')}"
+                out.append(ForestPoint(claim, group_of(r.get("where") or {}), name, NO_INTERVAL, math.nan, math.nan,
+                                       math.nan, 0.0, str(r.get("verdict")), below_floor(r, floor)))  # fmt: skip
             continue
         mid, lo, hi = oriented(r["metric"], float(r["lo"]), float(r["hi"]), float(r["diff"]))
         _, unit = scale_of(r["metric"])
@@ -134,9 +139,15 @@ def points_from_rows(
     return out
 
 
+def has_interval(r: Mapping[str, Any]) -> bool:
+    """A row whose verdict read an interval on a metric."""
+    values = [r.get(k) for k in ("lo", "hi", "diff")]
+    return bool(r.get("metric")) and all(v is not None and not math.isnan(float(v)) for v in values)
+
+
 def undrawn(rows: Sequence[Mapping[str, Any]]) -> int:
     """Rows without an interval (no informative metric, or neither arm learned)."""
-    return sum(1 for r in rows if not r.get("metric") or r.get("lo") is None or r.get("hi") is None)
+    return sum(not has_interval(r) for r in rows)
 
 
 def ordered(points: Sequence[ForestPoint]) -> list[ForestPoint]:
@@ -149,7 +160,7 @@ def forest_plot(path: Path, points: Sequence[ForestPoint], title: str, a_better:
     """One panel per display unit, one row per point (grouped, group names as headings), its interval as a bar,
     the row's margin shaded around 0, colour by the row's verdict; a point with an arm below the floor hollow,
     marked "▽". Returns the points in the order drawn, top to bottom (the figure's data, for a test)."""
-    panels = list(dict.fromkeys(p.panel for p in points))
+    panels = sorted(dict.fromkeys(p.panel for p in points), key=lambda u: u == NO_INTERVAL)  # those last
     by_panel = {u: ordered([p for p in points if p.panel == u]) for u in panels}
     heights = [len(v) + len({p.group for p in v}) + 1 for v in by_panel.values()]
     fig, axes = plt.subplots(
@@ -166,6 +177,12 @@ def forest_plot(path: Path, points: Sequence[ForestPoint], title: str, a_better:
                 labels.append((y, p.group or "(all)", True))
                 y += 1
             colour = COLOUR.get(p.verdict, OTHER)
+            if math.isnan(p.mid):
+                ax.plot([0], [y], "x", color=colour, ms=7)
+                labels.append((y, f"{p.label}  ({p.verdict})", False))
+                drawn.append(p)
+                y += 1
+                continue
             ax.fill_betweenx([y - 0.45, y + 0.45], -p.margin, p.margin, color="#cbd5e1", alpha=0.6, lw=0)
             ax.plot([p.lo, p.hi], [y, y], color=colour, lw=2, solid_capstyle="butt")
             ax.plot([p.mid], [y], "o", color=colour, mfc="white" if p.below_floor else colour, ms=6, zorder=3)
@@ -177,11 +194,17 @@ def forest_plot(path: Path, points: Sequence[ForestPoint], title: str, a_better:
         for tick, (_, _, heading) in zip(ax.get_yticklabels(), labels, strict=True):
             tick.set_fontweight("bold" if heading else "normal")
         ax.set_ylim(y - 0.5, -0.5)
-        ax.set_xlabel(f"← B better   difference A − B ({unit})   {a_better} →", fontsize=8)
+        if unit == NO_INTERVAL:
+            ax.set_xticks([])
+            ax.set_xlabel(unit, fontsize=8)
+        else:
+            ax.set_xlabel(f"← B better   difference A − B ({unit})   {a_better} →", fontsize=8)
         ax.grid(axis="x", alpha=0.3)
     axes[0, 0].set_title(title, fontsize=10)
     handles = [Line2D([], [], color=COLOUR[v], marker="o", lw=2, label=v) for v in COLOUR
-               if any(p.verdict == v for p in points)]  # fmt: skip
+               if any(p.verdict == v for p in points if not math.isnan(p.mid))]  # fmt: skip
+    if any(math.isnan(p.mid) for p in points):
+        handles.append(Line2D([], [], color=OTHER, marker="x", lw=0, label="no interval"))
     handles.append(Line2D([], [], color="#cbd5e1", lw=8, label="margin"))
     if any(p.below_floor for p in points):
         handles.append(Line2D([], [], color=OTHER, marker="o", mfc="white", lw=0, label="an arm below the floor"))

@@ -19,7 +19,8 @@ from pelab.report.verdicts import NOT_RUN
 CAPTION = (
     "each point is one paired comparison, A − B, with the interval its verdict read (95%, or the Holm-corrected "
     "level where several comparisons back one claim); right of 0 means A did better; the grey band is the margin "
-    "the row was read against; colour is the row's verdict; a hollow point (▽) has an arm below the floor"
+    "the row was read against; colour is the row's verdict; a hollow point (▽) has an arm below the floor; a cross "
+    "marks a comparison without an interval (neither arm learned, or no metric informed)"
 )
 
 
@@ -48,30 +49,28 @@ def base_of(ctx: ReportContext) -> Any:
     return base
 
 
-def overview_points(ctx: ReportContext, claims: Sequence[ClaimResult]) -> tuple[list[ForestPoint], int]:
-    """The overview's points (A the concatenating arm), and how many of its rows had no interval to draw."""
-    points, skipped = [], 0
+def overview_points(ctx: ReportContext, claims: Sequence[ClaimResult]) -> list[ForestPoint]:
+    """The overview's points (A the concatenating arm); a row without an interval is a cross in its own panel."""
+    points: list[ForestPoint] = []
     for cid, group, row in overview_rows(claims):
-        drawn = points_from_rows(cid, [row], ctx.floor, ctx.margin, base_of(ctx))
-        skipped += not drawn
+        drawn = points_from_rows(cid, [row], ctx.floor, ctx.margin, base_of(ctx), empty=True)
         where = row.get("where") or {}
         task = group_of(where, TASK)
         points += [ForestPoint(**{**vars(p), "group": f"{cid} {group}" + (f": {task}" if task else ""),
                                   "label": label_of(row, wide=cid != "C6" or "wide" in str(row.get("family")))})
                    for p in drawn]  # fmt: skip
-    return points, skipped
+    return points
 
 
 def overview_figure(ctx: ReportContext, claims: Sequence[ClaimResult]) -> tuple[Figure | None, list[ForestPoint]]:
-    """The first screen's figure and the points it drew (None and [] when no add-against-concat row has an
-    interval)."""
-    points, skipped = overview_points(ctx, claims)
+    """The first screen's figure and the points it drew (None and [] when the study has no add-against-concat
+    comparison)."""
+    points = overview_points(ctx, claims)
     if not points:
         return None, []
     path = ctx.figures / "overview-forest.png"
     drawn = forest_plot(path, points, "Concatenated (A) against added (B): every comparison", "concat better")
-    left = f"; {skipped} comparison(s) where neither arm learned or no metric informed are not drawn" if skipped else ""
-    return Figure("Every add-against-concat comparison", path, CAPTION + left), drawn
+    return Figure("Every add-against-concat comparison", path, CAPTION), drawn
 
 
 def claim_points(ctx: ReportContext, c: ClaimResult) -> list[ForestPoint]:

@@ -126,7 +126,7 @@ def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
     # C6 at the same width: 1 of 2 won; the undecided one says its resolution, the widest |bound| (3.1 pp) by hand.
     assert "on 1 of 2 comparisons" in out[0]["text"] and "differs by at most 3.1 pp accuracy" in out[0]["text"]
     assert "differs by at most 2.0 pp accuracy" in out[3]["text"]  # C7: max(|−0.02|, |0.005|)
-    assert "causal, none was behind rotary by 3.0% to 5.0% in held-out loss" in out[4]["text"]  # loss higher: behind
+    assert "causal ones were behind rotary by 3.0% to 5.0% in held-out loss" in out[4]["text"]  # loss higher: behind
     assert "not run" in out[2]["text"]
 
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -87,19 +88,6 @@ def at_most(rows: Rows) -> str:
     return " or ".join(size_text(r, w) for w, r in widest.values())
 
 
-def gap_text(row: Mapping[str, Any]) -> str:
-    """Where A stands against B on one row, from its oriented resolution: "none was behind rotary by 3.1% to 5.2% in
-    bits per byte", "… ahead of …", or "… within ±2.0 pp accuracy of …"."""
-    res = row["resolution"]
-    lo, hi = res["lo"], res["hi"]
-    a, b = row["a"], row["b"]
-    if lo > 0:
-        return f"{a} was ahead of {b} by {size_text(row, lo).split(' ', 1)[0]} to {size_text(row, hi)}"
-    if hi < 0:
-        return f"{a} was behind {b} by {size_text(row, -hi).split(' ', 1)[0]} to {size_text(row, -lo)}"
-    return f"{a} was within ±{size_text(row, res['within'])} of {b}"
-
-
 def _rest(rows: Rows, decided: int) -> str:
     """ "; the other 3 differ by at most 3.1 pp accuracy" for the rows no verdict decided, or ""."""
     bound = at_most(rows)
@@ -134,6 +122,9 @@ def directional(
     behind = [r for r in rows if not backward and r.get("resolution") and r["resolution"]["hi"] < 0]
     lost = [r for r in rows if flipped(r) in lost_pairs or r in behind]
     rest = [r for r in rows if r not in won and r not in lost]
+    if not won and not lost and not any(r["verdict"] == SUPPORTED for r in back):
+        text = f"{what}, neither side won beyond its interval on any of {len(rows)} comparisons"
+        return text + _rest(rest, 0), claim.verdict
     text = f"{what}, {a_won} on {wins_text(rows)}"
     if backward:
         text += f", and {b_won} on {wins_text(back)}"
@@ -152,20 +143,40 @@ def equivalence(claim: Any, name: str, what: str) -> tuple[str, str] | None:
     same = sum(r["verdict"] == SUPPORTED for r in rows)
     apart = sum(r["verdict"] == NOT_SUPPORTED for r in rows)
     rest = [r for r in rows if r["verdict"] not in (SUPPORTED, NOT_SUPPORTED)]
-    text = f"{what} were within the margin on {same} of {len(rows)} comparisons and apart beyond it on {apart}"
+    text = (
+        f"{what} were within the margin on {same} of {len(rows)} comparisons and apart beyond it on {apart}"
+        if same or apart
+        else f"{what} were neither shown within the margin nor apart beyond it on any of {len(rows)} comparisons"
+    )
     return text + _rest(rest, same + apart), claim.verdict
 
 
+def arm_name(label: str) -> str:
+    """An arm's label without an input combiner of "none" ("rotary + none" reads "rotary")."""
+    return label.removesuffix(" + none")
+
+
+def half_text(half: str, claim: Any) -> str | None:
+    """ "causal ones were behind rotary by 6.5% to 10.2% in bits per byte" from the half's first row with an
+    interval; "masked ones: not run in this study" from its verdict (``ClaimResult.halves``) where it has none."""
+    rows = [r for r in tested(family_rows(claim, half)) if r.get("resolution")]
+    if rows:
+        r = rows[0]
+        lo, hi, b = r["resolution"]["lo"], r["resolution"]["hi"], arm_name(r["b"])
+        if lo > 0:
+            return f"{half} ones were ahead of {b} by {size_text(r, lo).split(' ', 1)[0]} to {size_text(r, hi)}"
+        if hi < 0:
+            return f"{half} ones were behind {b} by {size_text(r, -hi).split(' ', 1)[0]} to {size_text(r, -lo)}"
+        return f"{half} ones were within ±{size_text(r, r['resolution']['within'])} of {b}"
+    verdict = next((v for name, v in (claim.halves or {}).items() if name.startswith(half)), None)
+    return f"{half} ones: {PHRASE.get(verdict, verdict)}" if verdict else None
+
+
 def halves_sentence(claim: Any, what: str) -> tuple[str, str] | None:
-    """C18: each half (causal, masked) as "<half>: <A> <gap> <B>", from its first row with an interval."""
+    """C18: each half (causal, masked) in a clause (``half_text``)."""
     if claim is None:
         return None
-    parts = []
-    for half in ("causal", "masked"):
-        rows = [r for r in tested(family_rows(claim, half)) if r.get("resolution")]
-        if rows:
-            r = rows[0]
-            parts.append(f"{half}, {gap_text(r)}")
+    parts = [t for half in ("causal", "masked") if (t := half_text(half, claim))]
     if not parts:
         return _no_verdict(claim, what), claim.verdict
     return f"{what}: {'; '.join(parts)}", claim.verdict
@@ -194,12 +205,22 @@ def answer_sentences(claims: Sequence[Any]) -> list[dict[str, str]]:
     return out[:5]
 
 
+def short_resolution(text: str) -> str:
+    """A claim's resolution (``resolution.claim_resolution``) in few words: "its 13 undecided comparisons lie within
+    ±59.0% of B's held-out loss at 95%" reads "13 undecided, within ±59.0% of B's held-out loss"."""
+    text = re.sub(r"^its (\d+) undecided comparisons lie within", r"\1 undecided, within", text)
+    text = re.sub(r"^its (\d+) comparisons lie within", r"\1 comparisons, within", text)
+    text = text.replace("its undecided comparison lies within", "1 undecided, within")
+    text = text.replace("its comparison lies within", "1 comparison, within")
+    return re.sub(r" (at [\d.]+%|each at the level that decided it)$", "", text)
+
+
 def short_figure(c: Any) -> str:
-    """The number behind a claim's verdict in a few words: how many comparisons bear it out, an open claim's
-    resolution, or (no comparisons) the first clause of its key figure."""
+    """The number behind a claim's verdict in a few words: an open claim's resolution, how many comparisons bear
+    it out, or (no comparisons) the first clause of its key figure; "" for a claim that has no number."""
     rows = tested(c.rows)
     if c.open and c.resolution:
-        return c.resolution["text"].replace(" at 95%", "").split(" (")[0]
+        return short_resolution(c.resolution["text"])
     if rows and c.verdict in (SUPPORTED, NOT_SUPPORTED):
         return f"{sum(r['verdict'] == SUPPORTED for r in rows)} of {len(rows)} comparisons support it"
     if c.verdict in (NOT_RUN, TOO_SMALL, NO_INFO, INCONCLUSIVE):

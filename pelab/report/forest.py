@@ -36,6 +36,8 @@ COLOUR = {
 OTHER = "#334155"
 #: The panel of rows without an interval: shown, so a reader sees that they exist and why nothing is drawn.
 NO_INTERVAL = "no interval: neither arm learned, or no metric informed"
+#: The accuracy panel's unit (``scale_of("acc")``).
+ACCURACY = "pp accuracy"
 #: Keys of a row's ``where`` that name its group, in order, with their short names.
 GROUP_KEYS = (("task.name", ""), ("model.d", "d="), ("model.position.scheme", ""))
 
@@ -160,7 +162,8 @@ def forest_plot(path: Path, points: Sequence[ForestPoint], title: str, a_better:
     """One panel per display unit, one row per point (grouped, group names as headings), its interval as a bar,
     the row's margin shaded around 0, colour by the row's verdict; a point with an arm below the floor hollow,
     marked "▽". Returns the points in the order drawn, top to bottom (the figure's data, for a test)."""
-    panels = sorted(dict.fromkeys(p.panel for p in points), key=lambda u: u == NO_INTERVAL)  # those last
+    # accuracy first (what a reader compares most easily), then the other units as they come, no interval last
+    panels = sorted(dict.fromkeys(p.panel for p in points), key=lambda u: (u == NO_INTERVAL, u != ACCURACY))
     by_panel = {u: ordered([p for p in points if p.panel == u]) for u in panels}
     heights = [len(v) + len({p.group for p in v}) + 1 for v in by_panel.values()]
     fig, axes = plt.subplots(

@@ -71,7 +71,8 @@ def test_the_forest_draws_each_rows_interval_oriented_in_its_units(monkeypatch: 
         row("f", "concat_split", "add", 0.10, 0.30, NOT_SUPPORTED, metric="loss"),  # A's loss higher: A worse
         {**row("f", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None, "lo": None, "hi": None},
     ]
-    points = forest.points_from_rows("C6", rows, FLOOR, MARGIN, base=lambda r: 0.2)
+    ranking = {"family": "encoder reverse", "metric": "acc", "lo": 0.1, "hi": 0.2}  # C17's: not a comparison
+    points = forest.points_from_rows("C6", [*rows, ranking], FLOOR, MARGIN, base=lambda r: 0.2)
     figs = caught(monkeypatch)
     shown = forest.forest_plot(Path("x.png"), points, "t")
     assert len(points) == 3 and forest.undrawn(rows) == 1

@@ -56,6 +56,21 @@ def test_every_claim_has_a_section_and_a_verdict(study_dir: Path) -> None:
         assert set(c["runs"]) <= stored
 
 
+def test_the_markdown_opens_with_the_answer_then_the_figure_then_the_published_table(study_dir: Path) -> None:
+    md = (study_dir / "report.md").read_text()
+    first = md[md.index("## What this run says") : md.index("## Every claim")]
+    sentences = [line for line in first.splitlines() if re.search(r"\(\[C\d+\]\(#c\d+\)\)\.$", line)]
+    assert 1 <= len(sentences) <= 5
+    for line in sentences:  # each links to its claim's section, which exists
+        cid = re.search(r"\[(C\d+)\]\(#(c\d+)\)\)\.$", line)
+        assert cid and f'<a id="{cid.group(2)}"></a>' in md and cid.group(1).lower() == cid.group(2)
+    at = [first.index(x) for x in (sentences[0], "figures/overview-forest.png", "### Published vs measured", "Scale:")]
+    assert at == sorted(at)
+    assert (study_dir / "figures" / "overview-forest.png").read_bytes()[:4] == b"\x89PNG"
+    assert md.index("## Every claim") < md.index("## C1 ·") < md.index("## C19 ·")
+    assert "<pre" not in md and "<table" not in md  # no raw HTML walls: <details> and anchors only
+
+
 def test_report_rebuilds_from_the_database_alone(study_dir: Path) -> None:
     def stable(text: str) -> str:
         return re.sub(r"report time.*", "", text)

@@ -116,9 +116,11 @@ def points_from_rows(
     gives B's mean on the row's metric (the relative margin's base); ``label`` names the row (default "A vs B")."""
     out = []
     for r in rows:
+        if not all(k in r for k in ("a", "b", "verdict")):  # not a paired comparison (C17's ranking records)
+            continue
         if not has_interval(r):
             if empty:
-                name = label(r) if label else f"{r.get('a')} vs {r.get('b')}"
+                name = label(r) if label else f"{r['a']} vs {r['b']}"
                 out.append(ForestPoint(claim, group_of(r.get("where") or {}), name, NO_INTERVAL, math.nan, math.nan,
                                        math.nan, 0.0, str(r.get("verdict")), below_floor(r, floor)))  # fmt: skip
             continue

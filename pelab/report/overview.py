@@ -100,7 +100,7 @@ def claim_forests(ctx: ReportContext, claims: Sequence[ClaimResult]) -> dict[str
         if c.verdict == NOT_RUN:
             continue
         points = claim_points(ctx, c)
-        if not points:
+        if not any(not math.isnan(p.mid) for p in points):  # nothing but crosses: the table says it better
             continue
         path = ctx.figures / f"forest-{c.id.lower()}.png"
         drawn[c.id] = forest_plot(path, points, f"{c.id}: every comparison, A − B")

@@ -203,7 +203,7 @@ def forest_plot(path: Path, points: Sequence[ForestPoint], title: str, a_better:
             ax.set_xticks([])
             ax.set_xlabel(unit, fontsize=8)
         else:
-            ax.set_xlabel(f"← B better   difference A − B ({unit})   {a_better} →", fontsize=8)
+            ax.set_xlabel(f"A − B, {unit}  (right: {a_better})", fontsize=8)
         ax.grid(axis="x", alpha=0.3)
     axes[0, 0].set_title(title, fontsize=10)
     handles = [Line2D([], [], color=COLOUR[v], marker="o", lw=2, label=v) for v in COLOUR

@@ -173,3 +173,10 @@ def test_the_published_table_keeps_numbers_and_moves_reasons_under_it() -> None:
     assert res == "Haviv et al. 2022 (causal)" and outcome == "disagree"
     assert t.notes[n - 1] == cell and t.notes[m - 1] == "small models"
     assert not math.isnan(len(measured))
+
+
+def test_a_family_that_read_no_metric_says_why_with_its_own_count() -> None:
+    small = {**row("concat_split vs add", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None}
+    c6 = claim("C6", INCONCLUSIVE, [small, small, row("other family", "x", "y", -0.1, 0.1, INCONCLUSIVE)])
+    first = answer_sentences([c6])[0]["text"]
+    assert first == "At the same width: no verdict: the arms did not learn at this budget (2 comparisons)"

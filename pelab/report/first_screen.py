@@ -99,9 +99,13 @@ def _rest(rows: Rows, decided: int) -> str:
     return f"; {many} differ by at most {bound}"
 
 
-def _no_verdict(claim: Any, what: str) -> str:
-    rows = claim.rows if claim is not None else []
-    verdict = claim.verdict if claim is not None else NOT_RUN
+def _no_verdict(claim: Any, what: str, rows: Rows | None = None) -> str:
+    """ "<what>: <the claim's verdict in words> (N comparisons)", N the rows of the family the sentence reads."""
+    verdict = claim.verdict
+    if rows is not None:  # the family's own standing: none of its rows was read on a metric
+        seen = {r.get("verdict") for r in rows}
+        verdict = NOT_RUN if not rows else TOO_SMALL if seen == {TOO_SMALL} else NO_INFO
+    rows = claim.rows if rows is None else rows
     counted = f" ({len(rows)} comparison{'s' * (len(rows) != 1)})" if rows else ""
     return f"{what}: {PHRASE.get(verdict, verdict)}{counted}"
 
@@ -115,7 +119,7 @@ def directional(
     rows = tested(family_rows(claim, forward))
     back = tested(family_rows(claim, backward)) if backward else []
     if not rows:
-        return _no_verdict(claim, what), claim.verdict
+        return _no_verdict(claim, what, family_rows(claim, forward)), claim.verdict
     won = [r for r in rows if r["verdict"] == SUPPORTED]
     lost_pairs = {pair(r) for r in back if r["verdict"] == SUPPORTED}
     # one-way families: B ahead beyond the interval is what the resolution's oriented interval says
@@ -139,7 +143,7 @@ def equivalence(claim: Any, name: str, what: str) -> tuple[str, str] | None:
         return None
     rows = tested(family_rows(claim, name))
     if not rows:
-        return _no_verdict(claim, what), claim.verdict
+        return _no_verdict(claim, what, family_rows(claim, name)), claim.verdict
     same = sum(r["verdict"] == SUPPORTED for r in rows)
     apart = sum(r["verdict"] == NOT_SUPPORTED for r in rows)
     rest = [r for r in rows if r["verdict"] not in (SUPPORTED, NOT_SUPPORTED)]

@@ -83,6 +83,8 @@ def test_the_forest_draws_each_rows_interval_oriented_in_its_units(monkeypatch: 
     for (lo, hi, mid), (glo, ghi, gmid) in zip(expected, got, strict=True):
         assert (glo, ghi, gmid) == pytest.approx((lo, hi, mid))
     assert [p.below_floor for p in shown] == [False, True, False]
+    lm = row("f", "none", "rotary", -0.1, -0.05, INCONCLUSIVE, metric="bpb", a_acc=0.4, where={"task.name": "charlm"})
+    assert not forest.below_floor(lm, FLOOR)  # a language model learns by loss: its accuracy says nothing here
     assert [p.verdict for p in shown] == [SUPPORTED, INCONCLUSIVE, NOT_SUPPORTED]
     # The margin each was read against: the study's for accuracy; for loss, the rules' relative margin of B's 0.2.
     assert [p.margin for p in shown] == pytest.approx([100 * MARGIN, 100 * MARGIN, 100 * margin_for(LOSS, 0.01, 0.2)])

@@ -36,6 +36,8 @@ COLOUR = {
 OTHER = "#334155"
 #: The panel of rows without an interval: shown, so a reader sees that they exist and why nothing is drawn.
 NO_INTERVAL = "no interval: neither arm learned, or no metric informed"
+#: Tasks whose arms learn by loss, not accuracy (``rules.Side.is_language_model``).
+LANGUAGE_MODELS = ("charlm", "mlm")
 #: The accuracy panel's unit (``scale_of("acc")``).
 ACCURACY = "pp accuracy"
 #: Keys of a row's ``where`` that name its group, in order, with their short names.
@@ -97,7 +99,12 @@ def row_margin(row: Mapping[str, Any], margin: float, base: float = math.nan) ->
 
 
 def below_floor(row: Mapping[str, Any], floor: float) -> bool:
-    """An arm of the row ends below the study's floor (mean accuracy at the training size)."""
+    """An arm of the row ends below the study's floor (mean accuracy at the training size). A language model's
+    floor is its loss against a context-free model's (``rules.Side.learned``), which a row does not carry: its
+    rows (decided on bits per byte) are never marked."""
+    where = row.get("where") or {}
+    if row.get("metric") == "bpb" or where.get("task.name") in LANGUAGE_MODELS:
+        return False
     accs = [row.get("a_acc"), row.get("b_acc")]
     return any(a is not None and not math.isnan(a) and a < floor for a in accs)
 

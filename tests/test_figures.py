@@ -172,8 +172,8 @@ def test_templates_badge_every_verdict_and_fold_run_ids(tmp_path: Path) -> None:
         assert f'<span class="verdict {VERDICT_CLASS[v]}"><span class="glyph" aria-hidden="true">' in html
         assert f"{VERDICT_GLYPH[v]} **{v}**" in md
     # The verdict column is badged, extra text kept; other cells are not.
-    assert re.search(r'<td><span class="verdict v-too-small">.*?</span>; d=8</td>', html)
-    assert "<td>–</td>" in html
+    assert re.search(r'<td data-label="verdict"><span class="verdict v-too-small">.*?</span>; d=8</td>', html)
+    assert '<td data-label="verdict">–</td>' in html
     assert f"{VERDICT_GLYPH[TOO_SMALL]} **{TOO_SMALL}**; d=8" in md
     # Rule explained and the deciding metric; nothing when absent.
     assert 'href="docs/claims.md#c1">rule explained</a>' in html and "deciding metric: loss" in html
@@ -186,14 +186,19 @@ def test_templates_badge_every_verdict_and_fold_run_ids(tmp_path: Path) -> None:
 
 
 def test_what_this_run_says_comes_first(tmp_path: Path) -> None:
-    answer = [
-        {"id": "C6", "verdict": INCONCLUSIVE, "text": "Concatenating did not beat adding at this budget."},
-        {"id": "C9", "verdict": NO_INFO, "text": "Both arms sat at the ceiling."},
+    """The first screen: the sentences, each ending in a link to its claim, then the scale; the list of every claim
+    (a badge and a link each, no key figures) after it."""
+    sentences = [
+        {"id": "C6", "verdict": INCONCLUSIVE, "text": "At the same width, concatenating beat adding on 0 of 3"},
+        {"id": "C9", "verdict": NO_INFO, "text": "On frozen vectors, both arms sat at the ceiling on 2"},
     ]
     claims = [claim(id="C6", verdict=INCONCLUSIVE), claim(id="C9", verdict=NO_INFO)]
-    html, md = render(tmp_path, claims, answer=answer, scale="~3k parameters, 25k tokens per run, seeds 0, 1")
+    html, md = render(tmp_path, claims, sentences=sentences, scale="~3k parameters, 25k tokens per run, seeds 0, 1")
     assert html.index("What this run says") < html.index('id="summary"')
-    assert md.index("What this run says") < md.index("## Summary")
-    assert re.search(r'<span class="verdict v-inconclusive">.*?</span></span> <span><a href="#c6">C6</a> Concat', html)
-    assert "~3k parameters, 25k tokens per run" in html and "~3k parameters" in md
-    assert f"- {VERDICT_GLYPH[NO_INFO]} **{NO_INFO}** · [C9](#c9) Both arms sat at the ceiling." in md
+    assert md.index("What this run says") < md.index("## Every claim")
+    sentence = "At the same width, concatenating beat adding on 0 of 3"
+    assert f'<p class="sentence">{sentence} (<a href="#c6">C6</a>).</p>' in html
+    assert "At the same width, concatenating beat adding on 0 of 3 ([C6](#c6))." in md
+    assert html.index("on 0 of 3") < html.index("~3k parameters") < html.index('id="summary"')
+    assert "~3k parameters, 25k tokens per run" in md
+    assert f"- {VERDICT_GLYPH[NO_INFO]} **{NO_INFO}** · [C9](#c9) t" in md

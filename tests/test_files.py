@@ -56,7 +56,7 @@ def test_figures_replace_a_planted_link(tmp_path: Path) -> None:
 
 
 def test_the_report_embeds_no_linked_or_non_png_file(tmp_path: Path) -> None:
-    from pelab.report.build import _embed
+    from pelab.report.render import _embed
 
     secret = tmp_path / "secret.txt"
     secret.write_text("password")
@@ -70,7 +70,7 @@ def test_the_report_embeds_no_linked_or_non_png_file(tmp_path: Path) -> None:
 def test_markdown_user_text_cannot_break_out() -> None:
     """A name with a newline, a pipe and HTML stays one inert line; a study file with a code fence inside cannot
     close the fence the report puts around it."""
-    from pelab.report.build import _md_escape, fence
+    from pelab.report.render import _md_escape, fence
 
     text = "tiny\n# injected heading | cell <script>alert(1)</script>"
     out = _md_escape(text)

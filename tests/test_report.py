@@ -56,6 +56,21 @@ def test_every_claim_has_a_section_and_a_verdict(study_dir: Path) -> None:
         assert set(c["runs"]) <= stored
 
 
+def test_the_markdown_opens_with_the_answer_then_the_figure_then_the_published_table(study_dir: Path) -> None:
+    md = (study_dir / "report.md").read_text()
+    first = md[md.index("## What this run says") : md.index("## Every claim")]
+    sentences = [line for line in first.splitlines() if re.search(r"\(\[C\d+\]\(#c\d+\)\)\.$", line)]
+    assert 1 <= len(sentences) <= 5
+    for line in sentences:  # each links to its claim's section, which exists
+        cid = re.search(r"\[(C\d+)\]\(#(c\d+)\)\)\.$", line)
+        assert cid and f'<a id="{cid.group(2)}"></a>' in md and cid.group(1).lower() == cid.group(2)
+    at = [first.index(x) for x in (sentences[0], "figures/overview-forest.png", "### Published vs measured", "Scale:")]
+    assert at == sorted(at)
+    assert (study_dir / "figures" / "overview-forest.png").read_bytes()[:4] == b"\x89PNG"
+    assert md.index("## Every claim") < md.index("## C1 ·") < md.index("## C19 ·")
+    assert "<pre" not in md and "<table" not in md  # no raw HTML walls: <details> and anchors only
+
+
 def test_report_rebuilds_from_the_database_alone(study_dir: Path) -> None:
     def stable(text: str) -> str:
         return re.sub(r"report time.*", "", text)
@@ -114,11 +129,30 @@ def test_report_in_headless_chromium(study_dir: Path, tmp_path: Path) -> None:
         assert browser.execute_script("return document.querySelectorAll('.verdict').length") >= len(VERDICTS)
         assert browser.execute_script("return document.querySelectorAll('.verdict.v-other').length") == 0
 
-        # A phone: nothing wider than the screen but the tables, which scroll in their .scroll box.
-        _viewport(browser, 390, 844)
-        assert browser.execute_script("return window.innerWidth") == 390
-        _assert_fits(browser)
-        browser.save_screenshot(str(study_dir / "report-phone.png"))
+        # A wide screen and a phone: nothing scrolls sideways, neither the page nor any table or code block.
+        shots = {}
+        for name, width in (("desktop", 1300), ("phone", 360)):
+            _viewport(browser, width, 900)
+            assert browser.execute_script("return window.innerWidth") == width
+            _assert_fits(browser)
+            if name == "desktop":
+                shots["first-screen"] = _screenshot(browser, tmp_path / "first-screen.png", full=False)
+            shots[name] = _screenshot(browser, tmp_path / f"{name}.png", full=True)
+            browser.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+            _assert_fits(browser)  # the folded tables too
+            browser.execute_script("document.querySelectorAll('details').forEach(d => d.open = false)")
+        # The first screen answers: its sentences link to claims, then the one figure, then the published table.
+        order = browser.execute_script(
+            """const a = document.querySelector('#answer');
+            const kids = Array.from(a.querySelectorAll('p.sentence, figure, table'));
+            return kids.map(k => k.tagName);"""
+        )
+        assert order[0] == "P" and "FIGURE" in order and order.index("FIGURE") < order.index("TABLE"), order
+        if os.environ.get("PELAB_SCREENSHOTS"):  # copies for a reader of the test run (never needed by it)
+            keep = Path(os.environ["PELAB_SCREENSHOTS"])
+            keep.mkdir(parents=True, exist_ok=True)
+            for name, path in shots.items():
+                shutil.copyfile(path, keep / f"{name}.png")
 
         # Print, on an A4-ish page: the same, and folded run lists come out open where CSS can do it.
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
@@ -148,15 +182,30 @@ def _viewport(browser: Any, width: int, height: int) -> None:
 
 
 def _assert_fits(browser: Any) -> None:
-    """No horizontal scrolling at body level; names the elements that stick out when there is."""
+    """No horizontal scrolling: the page is no wider than the window, and no table or code block is wider than
+    its box or sticks out of the window; names the elements that do when there are."""
     page, screen, wide = browser.execute_script(
         """const w = window.innerWidth;
         const wide = Array.from(document.querySelectorAll('body *'))
-            .filter(e => !e.closest('.scroll') && e.getBoundingClientRect().right > w + 1)
+            .filter(e => e.getBoundingClientRect().right > w + 1
+                || (['TABLE', 'PRE'].includes(e.tagName) && e.scrollWidth > e.clientWidth + 1))
             .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right));
         return [document.documentElement.scrollWidth, w, wide];"""
     )
-    assert page <= screen + 1, (page, screen, wide)
+    assert page <= screen + 1 and not wide, (page, screen, wide)
+
+
+def _screenshot(browser: Any, path: Path, full: bool) -> Path:
+    """The window, or (``full``) the whole page at the window's width, as a PNG."""
+    params: dict[str, Any] = {"format": "png"}
+    if full:
+        width, height = browser.execute_script("return [window.innerWidth, document.documentElement.scrollHeight]")
+        clip = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+        params |= {"captureBeyondViewport": True, "clip": clip}
+    data = base64.b64decode(browser.execute_cdp_cmd("Page.captureScreenshot", params)["data"])
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    path.write_bytes(data)
+    return path
 
 
 def test_measures_on_worker_processes_match_one_process(

@@ -6,12 +6,9 @@ analysis of a stored checkpoint, so `pelab report DIR` rebuilds the same report.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import os
 import platform
-import re
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -20,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import torch
 
 import pelab
@@ -29,28 +25,23 @@ from pelab.files import write_atomic
 from pelab.records import ENGINE
 from pelab.report import rates
 from pelab.report.catalog import all_claims
+from pelab.report.compact import published
 from pelab.report.context import ReportContext, report_pool
 from pelab.report.figures import curves_plot
+from pelab.report.first_screen import answer_sentences, claim_line
 from pelab.report.looks import VERDICT_CLASS, VERDICT_GLYPH
+from pelab.report.overview import claim_forests, overview_figure
 from pelab.report.published import published_section
 from pelab.report.registry import Claim, ClaimResult, Figure, Section, Table
-from pelab.report.summary import DOC, answer, claims_markdown, headline, not_measured, scale
-from pelab.rules import ERROR, FLOOR_POLICY, VERDICTS
+from pelab.report.render import template_env, verdict_split
+from pelab.report.summary import DOC, claims_markdown, not_measured, scale
+from pelab.rules import ERROR, FLOOR_POLICY
 from pelab.study.design import load_design, reading_under, seeds_text
+
+__all__ = ["VERDICT_CLASS", "VERDICT_GLYPH", "build_report", "decide_claims", "template_env", "verdict_split"]
 from pelab.study.grid import Study
 from pelab.study.stats import runs_frame
 from pelab.study.store import Store
-
-
-def verdict_split(text: str) -> tuple[str | None, str]:
-    """A table cell as (the verdict word it starts with, the rest), or (None, text).
-
-    "supported (2 of 3 tasks)" gives ("supported", " (2 of 3 tasks)"); "exactly" gives no verdict."""
-    text = str(text)
-    for v in sorted(VERDICTS, key=len, reverse=True):
-        if text.startswith(v) and (len(text) == len(v) or not text[len(v)].isalnum()):
-            return v, text[len(v) :]
-    return None, text
 
 
 def machine_facts() -> dict[str, str]:
@@ -260,52 +251,6 @@ def _run_claims(ctx: ReportContext, specs: Sequence[Claim]) -> list[ClaimResult]
     return out
 
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def _embed(path: Path) -> str:
-    """A figure as a data URI; only a regular PNG file, never a link (a planted link must not smuggle another
-    file's contents into the report) nor anything else. What is refused shows as a missing image."""
-    path = Path(path)
-    if path.is_symlink() or not path.is_file():
-        return ""
-    data = path.read_bytes()
-    if not data.startswith(PNG_MAGIC):
-        return ""
-    return "data:image/png;base64," + base64.b64encode(data).decode()
-
-
-def _md_escape(text: str) -> str:
-    """User text as inert Markdown: no HTML, no table breaks, and no line break that could end a heading or a
-    table row and start a block of its own."""
-    flat = " ".join(str(text).splitlines())
-    return html.escape(flat, quote=False).replace("|", "\\|")
-
-
-def fence(text: str) -> str:
-    """A code fence longer than any run of backticks inside ``text``, so the text cannot close it."""
-    longest = max((len(m) for m in re.findall(r"`+", str(text))), default=0)
-    return "`" * max(3, longest + 1)
-
-
-def template_env(folder: Path) -> jinja2.Environment:
-    """The report's templates and their filters; figures' paths are made relative to ``folder``."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("pelab.report", "templates"),
-        autoescape=jinja2.select_autoescape(["html.j2"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["md"] = _md_escape
-    env.filters["fence"] = fence
-    env.filters["embed"] = _embed
-    env.filters["rel"] = lambda p: os.path.relpath(p, folder)
-    env.filters["vclass"] = lambda v: VERDICT_CLASS.get(v, "v-other")
-    env.filters["vglyph"] = lambda v: VERDICT_GLYPH.get(v, "·")
-    env.filters["vsplit"] = verdict_split
-    return env
-
-
 def decide_claims(folder: str | Path, only: Sequence[str] = ()) -> list[ClaimResult]:
     """Every claim (or those in ``only``) decided from the stored runs, as the report decides them (analyses of
     stored models included), without writing the report: what a sequential study reads after each round. A
@@ -341,9 +286,12 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
     with report_pool() as pool, reading_under(ctx.design):
         ctx.pool = pool
         claims = _claims(ctx)
-        sections = [s for s in (published_section(ctx, claims), rates_section(ctx, claims)) if s is not None]
+        published_ = published_section(ctx, claims)
+        sections = [s for s in (rates_section(ctx, claims),) if s is not None]
         ctx.pool = None
     curves = _curves(ctx)
+    overview, _ = overview_figure(ctx, claims)
+    claim_forests(ctx, claims)
     with Store(folder, create=False) as store:
         seconds = store.meta("study_seconds")
         cmd = command or store.meta("command") or f"pelab study --out {folder}"
@@ -378,8 +326,11 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         report_seconds=None,
         source=ctx.study.source,
         Table=Table,
-        answer=answer(claims),
-        headline=headline(claims),
+        sentences=answer_sentences(claims),
+        overview=overview,
+        published=published(published_.tables[0].columns, published_.tables[0].rows),
+        published_about=published_.paragraphs,
+        lines={c.id: claim_line(c) for c in claims},
         not_measured=not_measured(ctx),
         scale=scale(ctx),
         sequential=sequential_text(ctx, claims),

@@ -103,12 +103,16 @@ LINE = 100
 
 
 def summary_lines(claims: list) -> list[str]:
-    """One plain line a claim, at most ``LINE`` characters: its id, verdict and key figure (cut with '…'; the
-    report has it whole)."""
+    """One plain line a claim, at most ``LINE`` characters: its id, verdict and the number behind it (how many
+    comparisons bear it out, an open claim's resolution: ``first_screen.short_figure``), else its key figure;
+    cut with '…' (the report has it whole)."""
+    from pelab.report.first_screen import short_figure
+
     out = []
     for c in claims:
         glyph = VERDICT_GLYPH.get(c.verdict, "·")
-        line = f"{c.id:<4}{glyph} {c.verdict:<27} {' '.join(str(c.key).split())}".rstrip()
+        figure = (short_figure(c) if hasattr(c, "rows") else "") or str(c.key)
+        line = f"{c.id:<4}{glyph} {c.verdict:<27} {' '.join(figure.split())}".rstrip()
         out.append(line if len(line) <= LINE else line[: LINE - 1] + "…")
     return out
 

@@ -1,0 +1,248 @@
+"""The report's first screen, assembled from the verdicts and their rows (never written by hand per run).
+
+* ``answer_sentences``: at most five plain sentences on the question, one per central claim (C6 at the same width,
+  C6's size control, C9, C7, C18), each built from that claim's rows (``claims.json`` rows: verdicts, intervals,
+  resolutions) and ending in a link to its section. An undecided part says what its intervals do establish
+  ("the other 3 differ by at most 3.1 pp accuracy").
+* ``overview_rows``: every add-against-concat comparison the claims made, once each, for the forest plot.
+* ``claim_line``: a claim and its verdict in one sentence of at most ``MAX_WORDS`` words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pelab.report.forest import scale_of
+from pelab.report.summary import PHRASE, wins_text
+from pelab.rules import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+
+Rows = Sequence[Mapping[str, Any]]
+#: The longest claim line (``claim_line``), in words.
+MAX_WORDS = 25
+#: Every add-against-concat family a claim produces, A the concatenating arm and B the adding one, in the order
+#: the overview figure shows them: (claim, family, what the group is called).
+OVERVIEW = (
+    ("C6", "concat_split vs add", "same width"),
+    ("C6", "concat_wide vs add at its width", "wider, against add at its width"),
+    ("C9", "concat beats add", "frozen MiniLM vectors"),
+    ("C13", "segments", "segment embeddings"),
+    ("C14", "combiner", "digits"),
+    ("C19", "concat vs add", "2-D rows and columns"),
+)
+
+
+def tested(rows: Rows) -> list[Mapping[str, Any]]:
+    """Rows with a verdict read on a metric (not "no information", not "budget too small")."""
+    return [r for r in rows if r.get("verdict") not in (None, TOO_SMALL, NO_INFO) and r.get("metric")]
+
+
+def family_rows(claim: Any, name: str) -> list[Mapping[str, Any]]:
+    return [r for r in (claim.rows if claim is not None else []) if r.get("family") == name]
+
+
+def pair(r: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """A comparison's runs, whichever arm is A: the same pair of arms read in either direction."""
+    return frozenset(r.get("a_runs", [])), frozenset(r.get("b_runs", []))
+
+
+def flipped(r: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    a, b = pair(r)
+    return b, a
+
+
+def overview_rows(claims: Sequence[Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """(claim id, group name, row) for every add-against-concat comparison, each pair of arms once (the first
+    family that compares it: C6 before C2's repeat of it)."""
+    by_id = {c.id: c for c in claims}
+    seen: set[tuple[frozenset[str], frozenset[str]]] = set()
+    out = []
+    for cid, name, group in OVERVIEW:
+        for r in family_rows(by_id.get(cid), name):
+            if pair(r) in seen or flipped(r) in seen:
+                continue
+            seen.add(pair(r))
+            out.append((cid, group, r))
+    return out
+
+
+def size_text(row: Mapping[str, Any], x: float) -> str:
+    """An unsigned effect in the row's deciding metric: "3.1 pp accuracy", "12% in held-out loss"."""
+    key = row["metric"]
+    factor, unit = scale_of(key)
+    if unit.startswith("%"):
+        return f"{factor * x:.1f}% in {unit.split(' ', 3)[-1]}"
+    if unit.startswith("pp"):
+        return f"{factor * x:.1f} {unit}"
+    return f"{x:.3g} {unit}"
+
+
+def at_most(rows: Rows) -> str:
+    """ "3.1 pp accuracy": the widest resolution over rows that have one (per metric, joined by "or"), or ""."""
+    widest: dict[str, tuple[float, Mapping[str, Any]]] = {}
+    for r in rows:
+        res = r.get("resolution")
+        if res and r.get("metric") and res["within"] > widest.get(r["metric"], (-1.0, r))[0]:
+            widest[r["metric"]] = (res["within"], r)
+    return " or ".join(size_text(r, w) for w, r in widest.values())
+
+
+def _rest(rows: Rows, decided: int) -> str:
+    """ "; the other 3 differ by at most 3.1 pp accuracy" for the rows no verdict decided, or ""."""
+    bound = at_most(rows)
+    if not bound:
+        return ""
+    if len(rows) == 1:
+        return f"; {'the other' if decided else 'it'} differs by at most {bound}"
+    many = ("both" if len(rows) == 2 else f"all {len(rows)}") if not decided else f"the other {len(rows)}"
+    return f"; {many} differ by at most {bound}"
+
+
+def _no_verdict(claim: Any, what: str, rows: Rows | None = None) -> str:
+    """ "<what>: <the claim's verdict in words> (N comparisons)", N the rows of the family the sentence reads."""
+    verdict = claim.verdict
+    if rows is not None:  # the family's own standing: none of its rows was read on a metric
+        seen = {r.get("verdict") for r in rows}
+        verdict = NOT_RUN if not rows else TOO_SMALL if seen == {TOO_SMALL} else NO_INFO
+    rows = claim.rows if rows is None else rows
+    counted = f" ({len(rows)} comparison{'s' * (len(rows) != 1)})" if rows else ""
+    return f"{what}: {PHRASE.get(verdict, verdict)}{counted}"
+
+
+def directional(
+    claim: Any, forward: str, backward: str | None, what: str, a_won: str, b_won: str
+) -> tuple[str, str] | None:
+    """The sentence of a family read both ways (A beats B; B beats A), or None when the claim is absent."""
+    if claim is None:
+        return None
+    rows = tested(family_rows(claim, forward))
+    back = tested(family_rows(claim, backward)) if backward else []
+    if not rows:
+        return _no_verdict(claim, what, family_rows(claim, forward)), claim.verdict
+    won = [r for r in rows if r["verdict"] == SUPPORTED]
+    lost_pairs = {pair(r) for r in back if r["verdict"] == SUPPORTED}
+    # one-way families: B ahead beyond the interval is what the resolution's oriented interval says
+    behind = [r for r in rows if not backward and r.get("resolution") and r["resolution"]["hi"] < 0]
+    lost = [r for r in rows if flipped(r) in lost_pairs or r in behind]
+    rest = [r for r in rows if r not in won and r not in lost]
+    if not won and not lost and not any(r["verdict"] == SUPPORTED for r in back):
+        text = f"{what}, neither side won beyond its interval on any of {len(rows)} comparisons"
+        return text + _rest(rest, 0), claim.verdict
+    text = f"{what}, {a_won} on {wins_text(rows)}"
+    if backward:
+        text += f", and {b_won} on {wins_text(back)}"
+    elif lost:
+        text += f", and {b_won} on {len(lost)}"
+    return text + _rest(rest, len(won) + len(lost)), claim.verdict
+
+
+def equivalence(claim: Any, name: str, what: str) -> tuple[str, str] | None:
+    """The sentence of an equivalence family: within the margin on k, apart on m, the rest's resolution."""
+    if claim is None:
+        return None
+    rows = tested(family_rows(claim, name))
+    if not rows:
+        return _no_verdict(claim, what, family_rows(claim, name)), claim.verdict
+    same = sum(r["verdict"] == SUPPORTED for r in rows)
+    apart = sum(r["verdict"] == NOT_SUPPORTED for r in rows)
+    rest = [r for r in rows if r["verdict"] not in (SUPPORTED, NOT_SUPPORTED)]
+    text = (
+        f"{what} were within the margin on {same} of {len(rows)} comparisons and apart beyond it on {apart}"
+        if same or apart
+        else f"{what} were neither shown within the margin nor apart beyond it on any of {len(rows)} comparisons"
+    )
+    return text + _rest(rest, same + apart), claim.verdict
+
+
+def arm_name(label: str) -> str:
+    """An arm's label without an input combiner of "none" ("rotary + none" reads "rotary")."""
+    return label.removesuffix(" + none")
+
+
+def half_text(half: str, claim: Any) -> str | None:
+    """ "causal ones were behind rotary by 6.5% to 10.2% in bits per byte" from the half's first row with an
+    interval; "masked ones: not run in this study" from its verdict (``ClaimResult.halves``) where it has none."""
+    rows = [r for r in tested(family_rows(claim, half)) if r.get("resolution")]
+    if rows:
+        r = rows[0]
+        lo, hi, b = r["resolution"]["lo"], r["resolution"]["hi"], arm_name(r["b"])
+        if lo > 0:
+            return f"{half} ones were ahead of {b} by {size_text(r, lo).split(' ', 1)[0]} to {size_text(r, hi)}"
+        if hi < 0:
+            return f"{half} ones were behind {b} by {size_text(r, -hi).split(' ', 1)[0]} to {size_text(r, -lo)}"
+        return f"{half} ones were within ±{size_text(r, r['resolution']['within'])} of {b}"
+    verdict = next((v for name, v in (claim.halves or {}).items() if name.startswith(half)), None)
+    return f"{half} ones: {PHRASE.get(verdict, verdict)}" if verdict else None
+
+
+def halves_sentence(claim: Any, what: str) -> tuple[str, str] | None:
+    """C18: each half (causal, masked) in a clause (``half_text``)."""
+    if claim is None:
+        return None
+    parts = [t for half in ("causal", "masked") if (t := half_text(half, claim))]
+    if not parts:
+        return _no_verdict(claim, what), claim.verdict
+    return f"{what}: {'; '.join(parts)}", claim.verdict
+
+
+def answer_sentences(claims: Sequence[Any]) -> list[dict[str, str]]:
+    """At most five sentences answering the question, each {"id", "verdict", "text"}; the text ends before the
+    link, which the template adds ("(C6)")."""
+    by_id = {c.id: c for c in claims}
+    made = [
+        directional(by_id.get("C6"), "concat_split vs add", "add vs concat_split", "At the same width",
+                    "concatenating beat adding", "adding beat concatenating"),
+        directional(by_id.get("C6"), "concat_wide vs add at its width", "add at its width vs concat_wide",
+                    "Widened to concatenate (concat_wide) against add at that same total width",
+                    "concatenating won", "adding won"),
+        directional(by_id.get("C9"), "concat beats add", None, "On frozen pretrained word vectors (MiniLM)",
+                    "adding trailed concatenating", "led it"),
+        equivalence(by_id.get("C7"), "learned vs sinusoidal", "Learned and sinusoidal positions"),
+        halves_sentence(by_id.get("C18"), "Language models without positions"),
+    ]  # fmt: skip
+    out = []
+    for cid, made_ in zip(("C6", "C6", "C9", "C7", "C18"), made, strict=True):
+        if made_ is not None:
+            text, verdict = made_
+            out.append({"id": cid, "verdict": verdict, "text": text})
+    return out[:5]
+
+
+def short_resolution(text: str) -> str:
+    """A claim's resolution (``resolution.claim_resolution``) in few words: "its 13 undecided comparisons lie within
+    ±59.0% of B's held-out loss at 95%" reads "13 undecided, within ±59.0% of B's held-out loss"."""
+    text = re.sub(r"^its (\d+) undecided comparisons lie within", r"\1 undecided, within", text)
+    text = re.sub(r"^its (\d+) comparisons lie within", r"\1 comparisons, within", text)
+    text = text.replace("its undecided comparison lies within", "1 undecided, within")
+    text = text.replace("its comparison lies within", "1 comparison, within")
+    return re.sub(r" (at [\d.]+%|each at the level that decided it)$", "", text)
+
+
+def short_figure(c: Any) -> str:
+    """The number behind a claim's verdict in a few words: an open claim's resolution, how many comparisons bear
+    it out, or (no comparisons) the first clause of its key figure; "" for a claim that has no number."""
+    rows = tested(c.rows)
+    if c.open and c.resolution:
+        return short_resolution(c.resolution["text"])
+    if rows and c.verdict in (SUPPORTED, NOT_SUPPORTED):
+        return f"{sum(r['verdict'] == SUPPORTED for r in rows)} of {len(rows)} comparisons support it"
+    if c.verdict in (NOT_RUN, TOO_SMALL, NO_INFO, INCONCLUSIVE):
+        return ""
+    return " ".join(str(c.key).split(";")[0].split())
+
+
+def claim_line(c: Any, max_words: int = MAX_WORDS) -> str:
+    """ "C6 Concatenation can beat addition without making the model bigger: supported (1 of 12 comparisons
+    support it)." in at most ``max_words`` words; a long figure is cut with "…" (the details hold it whole)."""
+    head = f"{c.id} {c.title}: {c.verdict}"
+    words = head.split()
+    figure = short_figure(c).split()
+    room = max_words - len(words)
+    if figure and room >= 3:
+        cut = figure if len(figure) <= room else [*figure[: room - 1], "…"]
+        return f"{head} ({' '.join(cut)})."
+    return " ".join(words[:max_words]) + "."
+
+
+__all__ = ["MAX_WORDS", "OVERVIEW", "answer_sentences", "claim_line", "overview_rows", "short_figure"]

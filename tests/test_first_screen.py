@@ -1,0 +1,183 @@
+"""The report's first screen and its forest plots, checked against hand-made claims.json rows.
+
+What is drawn is read back from the matplotlib figure itself (caught before it is saved) and compared with the
+rows' intervals computed here by hand; the sentences are checked for their count, numbers and links; tables for
+short cells whose full text is kept in the notes.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pytest
+
+from pelab.report import forest
+from pelab.report.compact import WORDS, compact, measured_head, published
+from pelab.report.first_screen import MAX_WORDS, answer_sentences, claim_line, overview_rows
+from pelab.rules import INCONCLUSIVE, LOSS, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, margin_for
+
+FLOOR, MARGIN = 0.8, 0.01
+
+
+def row(family: str, a: str, b: str, lo: float, hi: float, verdict: str, metric: str = "acc", **kw: Any) -> dict:
+    """A claims.json row; the resolution is oriented (positive: A better) as ``resolution.resolve`` makes it."""
+    diff = (lo + hi) / 2
+    olo, ohi = (lo, hi) if metric == "acc" else (-hi, -lo)
+    within = max(abs(olo), abs(ohi))
+    return {
+        "family": family, "a": a, "b": b, "a_runs": kw.pop("a_runs", [f"{a}-{lo}"]),
+        "b_runs": kw.pop("b_runs", [f"{b}-{lo}"]), "a_acc": kw.pop("a_acc", 0.95), "b_acc": kw.pop("b_acc", 0.9),
+        "where": kw.pop("where", {"task.name": "reverse", "model.d": 32, "model.position.scheme": "learned"}),
+        "metric": metric, "diff": diff, "lo": lo, "hi": hi, "level": 0.95, "seeds": 5, "verdict": verdict,
+        "resolution": {"lo": olo, "hi": ohi, "within": within, "level": 0.95, "unit": metric,
+                       "within_text": "", "text": f"within ±{within}"},
+        **kw,
+    }  # fmt: skip
+
+
+def claim(cid: str, verdict: str, rows: list[dict], title: str = "a claim", key: str = "") -> SimpleNamespace:
+    return SimpleNamespace(id=cid, verdict=verdict, rows=rows, title=title, key=key, halves={}, resolution=None,
+                           open=verdict == INCONCLUSIVE)  # fmt: skip
+
+
+def caught(monkeypatch: pytest.MonkeyPatch) -> list[plt.Figure]:
+    """Figures forest_plot draws, kept instead of saved."""
+    figs: list[plt.Figure] = []
+    monkeypatch.setattr(forest, "save", lambda fig, path, tight=True: figs.append(fig) or Path(path))
+    return figs
+
+
+def drawn(fig: plt.Figure) -> list[tuple[float, float, float]]:
+    """(lo, hi, mid) of every interval on every axis, top to bottom, read from the figure's lines."""
+    out = []
+    for ax in fig.axes:
+        bars = [ln for ln in ax.lines if len(ln.get_xdata()) == 2 and ln.get_ydata()[0] == ln.get_ydata()[1]]
+        dots = {float(ln.get_ydata()[0]): float(ln.get_xdata()[0]) for ln in ax.lines if len(ln.get_xdata()) == 1}
+        for bar in sorted(bars, key=lambda ln: ln.get_ydata()[0]):
+            y = float(bar.get_ydata()[0])
+            out.append((float(bar.get_xdata()[0]), float(bar.get_xdata()[1]), dots[y]))
+    return out
+
+
+def test_the_forest_draws_each_rows_interval_oriented_in_its_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        row("f", "concat_split", "add", 0.02, 0.10, SUPPORTED),
+        row("f", "concat_split", "add", -0.05, 0.01, INCONCLUSIVE, a_acc=0.5),  # an arm below the floor
+        row("f", "concat_split", "add", 0.10, 0.30, NOT_SUPPORTED, metric="loss"),  # A's loss higher: A worse
+        {**row("f", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None, "lo": None, "hi": None},
+    ]
+    ranking = {"family": "encoder reverse", "metric": "acc", "lo": 0.1, "hi": 0.2}  # C17's: not a comparison
+    points = forest.points_from_rows("C6", [*rows, ranking], FLOOR, MARGIN, base=lambda r: 0.2)
+    figs = caught(monkeypatch)
+    shown = forest.forest_plot(Path("x.png"), points, "t")
+    assert len(points) == 3 and forest.undrawn(rows) == 1
+    # By hand: accuracy in pp as it is; held-out loss in % of B, sign flipped (lower is better).
+    expected = [(2.0, 10.0, 6.0), (-5.0, 1.0, -2.0), (-30.0, -10.0, -20.0)]
+    got = drawn(figs[0])
+    assert len(got) == 3
+    for (lo, hi, mid), (glo, ghi, gmid) in zip(expected, got, strict=True):
+        assert (glo, ghi, gmid) == pytest.approx((lo, hi, mid))
+    assert [p.below_floor for p in shown] == [False, True, False]
+    lm = row("f", "none", "rotary", -0.1, -0.05, INCONCLUSIVE, metric="bpb", a_acc=0.4, where={"task.name": "charlm"})
+    assert not forest.below_floor(lm, FLOOR)  # a language model learns by loss: its accuracy says nothing here
+    assert [p.verdict for p in shown] == [SUPPORTED, INCONCLUSIVE, NOT_SUPPORTED]
+    # The margin each was read against: the study's for accuracy; for loss, the rules' relative margin of B's 0.2.
+    assert [p.margin for p in shown] == pytest.approx([100 * MARGIN, 100 * MARGIN, 100 * margin_for(LOSS, 0.01, 0.2)])
+    assert len(figs[0].axes) == 2  # one panel per unit
+    plt.close(figs[0])
+    # With ``empty``, the row without an interval is shown too: a cross at 0 in a panel of its own, last.
+    points = forest.points_from_rows("C6", rows, FLOOR, MARGIN, empty=True)
+    shown = forest.forest_plot(Path("x.png"), points, "t")
+    assert [p.panel for p in shown][-1] == forest.NO_INTERVAL and math.isnan(shown[-1].mid)
+    crosses = [ln for ln in figs[1].axes[-1].lines if ln.get_marker() == "x"]
+    assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [0]
+    plt.close(figs[1])
+
+
+def test_the_overview_takes_each_add_against_concat_pair_once_with_concat_as_a() -> None:
+    same = row("concat_split vs add", "concat_split", "add", 0.0, 0.1, INCONCLUSIVE, a_runs=["c"], b_runs=["a"])
+    back = row("add vs concat_split", "add", "concat_split", -0.1, 0.0, INCONCLUSIVE, a_runs=["a"], b_runs=["c"])
+    again = row("concat_split better", "concat_split", "add", 0.0, 0.1, INCONCLUSIVE, a_runs=["c"], b_runs=["a"])
+    c9 = row("concat beats add", "concat_split", "add", 0.01, 0.2, SUPPORTED, a_runs=["m"], b_runs=["n"])
+    claims = [claim("C2", INCONCLUSIVE, [again]), claim("C6", INCONCLUSIVE, [same, back]), claim("C9", SUPPORTED, [c9])]
+    got = overview_rows(claims)
+    assert [(cid, r["family"]) for cid, _, r in got] == [("C6", "concat_split vs add"), ("C9", "concat beats add")]
+    assert all("concat" in r["a"] and r["b"].startswith("add") for _, _, r in got)
+
+
+def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
+    c6 = claim("C6", SUPPORTED, [
+        row("concat_split vs add", "concat_split", "add", 0.02, 0.10, SUPPORTED, a_runs=["1"], b_runs=["2"]),
+        row("concat_split vs add", "concat_split", "add", -0.031, 0.02, INCONCLUSIVE, a_runs=["3"], b_runs=["4"]),
+        row("add vs concat_split", "add", "concat_split", -0.10, -0.02, NOT_SUPPORTED, a_runs=["2"], b_runs=["1"]),
+        row("add vs concat_split", "add", "concat_split", -0.02, 0.031, INCONCLUSIVE, a_runs=["4"], b_runs=["3"]),
+        row("concat_wide vs add at its width", "concat_wide", "add", -0.01, 0.04, INCONCLUSIVE),
+    ])  # fmt: skip
+    c7 = claim("C7", INCONCLUSIVE, [row("learned vs sinusoidal", "learned", "sinusoidal", -0.02, 0.005, INCONCLUSIVE)])
+    c9 = claim("C9", NOT_RUN, [])
+    c18 = claim("C18", NOT_SUPPORTED, [row("causal", "none", "rotary", 0.03, 0.05, NOT_SUPPORTED, metric="loss")])
+    out = answer_sentences([c6, c7, c9, c18, claim("C1", SUPPORTED, [])])
+    assert 1 <= len(out) <= 5
+    assert [s["id"] for s in out] == ["C6", "C6", "C9", "C7", "C18"]
+    for s in out[:2] + out[3:]:
+        assert any(ch.isdigit() for ch in s["text"]), s
+    # C6 at the same width: 1 of 2 won; the undecided one says its resolution, the widest |bound| (3.1 pp) by hand.
+    assert "on 1 of 2 comparisons" in out[0]["text"] and "differs by at most 3.1 pp accuracy" in out[0]["text"]
+    assert "differs by at most 2.0 pp accuracy" in out[3]["text"]  # C7: max(|−0.02|, |0.005|)
+    assert "causal ones were behind rotary by 3.0% to 5.0% in held-out loss" in out[4]["text"]  # loss higher: behind
+    assert "not run" in out[2]["text"]
+
+
+def test_claim_lines_are_short_and_carry_the_verdict() -> None:
+    long_key = "; ".join(["a key figure of many many words that goes on"] * 6)
+    claims = [
+        claim(
+            "C8",
+            NOT_SUPPORTED,
+            [],
+            title="Without position an encoder is permutation-equivariant, but a causal decoder still learns position",
+            key=long_key,
+        ),  # fmt: skip
+        claim("C6", SUPPORTED, [row("f", "concat_split", "add", 0.02, 0.1, SUPPORTED)], title="Concatenation wins"),
+        claim("C2", INCONCLUSIVE, [], title="t", key=long_key),
+    ]
+    claims[2].resolution = {"text": "its 3 undecided comparisons lie within ±3.1 pp accuracy at 95%"}
+    for c in claims:
+        line = claim_line(c)
+        assert len(line.split()) <= MAX_WORDS and c.verdict in line and line.startswith(c.id), line
+    assert "(1 of 1 comparisons support it)" in claim_line(claims[1])
+    assert "within ±3.1 pp accuracy" in claim_line(claims[2])
+
+
+def test_compact_cells_keep_their_full_text_in_the_notes() -> None:
+    long = "within ±72.1% of B's held-out loss at 95% (A better by at most 24.8%, B by at most 72.1%)"
+    t = compact("A family — Holm–Bonferroni across 4 comparisons", ["place", "resolution"], [["d=32", long]] * 2)
+    assert t.title == "A family" and t.about.startswith("Holm")
+    assert t.rows[0][0] == ("d=32", 0)
+    text, n = t.rows[0][1]
+    assert text == "within ±72.1% of B's held-out loss at 95%" and t.notes[n - 1] == long and len(t.notes) == 1
+    assert all(len(cell.split()) <= WORDS + 1 for r in t.rows for cell, _ in r)
+
+
+def test_the_published_table_keeps_numbers_and_moves_reasons_under_it() -> None:
+    cell = ("none vs learned (task=charlm; 1,234 vs 1,234 params): A's bits per byte +3.1% [+1.0%, +5.2%] relative to "
+            "B's (95% interval); margin ±2%")  # fmt: skip
+    assert measured_head(cell) == "none vs learned: +3.1% [+1.0%, +5.2%] bits per byte"
+    cols = ["result", "published", "measured here", "outcome", "why"]
+    t = published(cols, [["Haviv et al. 2022 (causal)", "NoPE close", cell, "disagree", "small models"]])
+    assert t.columns == cols[:4]
+    (res, _), (_, _), (measured, n), (outcome, m) = t.rows[0]
+    assert res == "Haviv et al. 2022 (causal)" and outcome == "disagree"
+    assert t.notes[n - 1] == cell and t.notes[m - 1] == "small models"
+    assert not math.isnan(len(measured))
+
+
+def test_a_family_that_read_no_metric_says_why_with_its_own_count() -> None:
+    small = {**row("concat_split vs add", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None}
+    c6 = claim("C6", INCONCLUSIVE, [small, small, row("other family", "x", "y", -0.1, 0.1, INCONCLUSIVE)])
+    first = answer_sentences([c6])[0]["text"]
+    assert first == "At the same width: no verdict: the arms did not learn at this budget (2 comparisons)"

@@ -181,3 +181,21 @@ def test_a_family_that_read_no_metric_says_why_with_its_own_count() -> None:
     c6 = claim("C6", INCONCLUSIVE, [small, small, row("other family", "x", "y", -0.1, 0.1, INCONCLUSIVE)])
     first = answer_sentences([c6])[0]["text"]
     assert first == "At the same width: no verdict: the arms did not learn at this budget (2 comparisons)"
+
+
+def test_a_claim_not_run_here_points_to_the_command_that_runs_it() -> None:
+    """Every claim stays present: one this study did not run (or half of one) says where its evidence is."""
+    from pelab.report.summary import FULL_COMMAND, PHRASE, run_elsewhere
+
+    c13 = claim("C13", NOT_RUN, [], title="Segments")
+    c18 = claim("C18", NOT_SUPPORTED, [], title="NoPE")
+    c18.halves = {"causal": NOT_SUPPORTED, "masked": NOT_RUN}
+    c13.halves = {}
+    lines = run_elsewhere([c13, c18, claim("C6", SUPPORTED, [])])
+    assert lines == [
+        f"C13 (Segments): not run in this study; `{FULL_COMMAND}` runs it",
+        f"C18, masked: not run in this study; `{FULL_COMMAND}` runs it",
+    ]
+    assert FULL_COMMAND in PHRASE[NOT_RUN] and FULL_COMMAND == "pelab study --preset full"
+    line = claim_line(c13)
+    assert line.endswith(f"({FULL_COMMAND} runs it).") and len(line.split()) <= MAX_WORDS

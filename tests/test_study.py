@@ -263,3 +263,25 @@ def test_ctrl_c_stops_workers_stores_nothing_half_done_and_resumes(tmp_path: Pat
     r = pelab(*args)
     assert r.returncode == 0, r.stderr
     assert f"{len(stored)} already stored" in r.stdout and len(db_rows(out)) == 12
+
+
+def test_the_quick_presets_pilot_is_recorded_and_trains_no_seed_a_preset_trains() -> None:
+    """Informative budgets (SCIENCE.md): quick's budgets come from a recorded pilot, bench/pilots/quick.toml, on
+    seeds no preset trains (quick's sequential seeds up to its cap included), at quick's own settings."""
+    from pelab.cli import preset_path
+    from pelab.study.grid import load_study, seed_sequence
+
+    pilot = load_study(Path(__file__).parents[1] / "bench" / "pilots" / "quick.toml")
+    trained: set[int] = set()
+    for name in ("quick", "full", "paper"):
+        study = load_study(preset_path(name))
+        cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
+        trained |= set(seed_sequence(study.seeds, cap))
+    assert not set(pilot.seeds) & trained
+    quick = load_study(preset_path("quick"))
+
+    def settings(runs: list[RunConfig]) -> set[tuple[object, ...]]:
+        return {(r.task.name, r.task.length, r.train.steps, r.model.d, r.model.combine, r.model.position.scheme)
+                for r in runs if r.task.name in ("reverse", "offset")}  # fmt: skip
+
+    assert settings(quick.runs) <= settings(pilot.runs)  # every piloted arm of quick, at quick's budget

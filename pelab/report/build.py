@@ -34,7 +34,7 @@ from pelab.report.overview import claim_forests, overview_figure
 from pelab.report.published import published_section
 from pelab.report.registry import Claim, ClaimResult, Figure, Section, Table
 from pelab.report.render import template_env, verdict_split
-from pelab.report.summary import DOC, claims_markdown, not_measured, scale
+from pelab.report.summary import DOC, claims_markdown, not_measured, run_elsewhere, scale
 from pelab.rules import ERROR, FLOOR_POLICY
 from pelab.study.design import load_design, reading_under, seeds_text
 
@@ -331,7 +331,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         published=published(published_.tables[0].columns, published_.tables[0].rows),
         published_about=published_.paragraphs,
         lines={c.id: claim_line(c) for c in claims},
-        not_measured=not_measured(ctx),
+        not_measured=not_measured(ctx) + run_elsewhere(claims),
         scale=scale(ctx),
         sequential=sequential_text(ctx, claims),
     )

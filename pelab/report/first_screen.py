@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pelab.report.forest import scale_of
-from pelab.report.summary import PHRASE, wins_text
+from pelab.report.summary import FULL_COMMAND, PHRASE, wins_text
 from pelab.rules import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 
 Rows = Sequence[Mapping[str, Any]]
@@ -227,7 +227,9 @@ def short_figure(c: Any) -> str:
         return short_resolution(c.resolution["text"])
     if rows and c.verdict in (SUPPORTED, NOT_SUPPORTED):
         return f"{sum(r['verdict'] == SUPPORTED for r in rows)} of {len(rows)} comparisons support it"
-    if c.verdict in (NOT_RUN, TOO_SMALL, NO_INFO, INCONCLUSIVE):
+    if c.verdict == NOT_RUN:
+        return f"{FULL_COMMAND} runs it"
+    if c.verdict in (TOO_SMALL, NO_INFO, INCONCLUSIVE):
         return ""
     return " ".join(str(c.key).split(";")[0].split())
 

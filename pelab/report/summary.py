@@ -22,6 +22,9 @@ from pelab.rules.resolution import claim_resolution
 #: concatenation costs, what addition is said to damage, why it might not, then the rest.
 ORDER = ("C6", "C5", "C9", "C10", "C2", "C3", "C4", "C7", "C8", "C13", "C14", "C12", "C17", "C1", "C11", "C15", "C16")
 
+#: The command that runs every claim: what a claim (or half of one) this study did not run points to.
+FULL_COMMAND = "pelab study --preset full"
+
 PHRASE = {
     EXACT: "exact",
     SUPPORTED: "supported by this run",
@@ -29,7 +32,7 @@ PHRASE = {
     INCONCLUSIVE: "not settled at this budget",
     NO_INFO: "these tasks cannot tell (every comparison whose arms learned sat at a ceiling on every deciding metric)",
     TOO_SMALL: "no verdict: the arms did not learn at this budget",
-    NOT_RUN: "not run in this study (its tasks or arms are not in it)",
+    NOT_RUN: f"not run in this study; the full preset runs it (`{FULL_COMMAND}`)",
     REPORTED: "measured; no verdict by design",
     ERROR: "the evidence could not be computed",
 }
@@ -62,7 +65,7 @@ HALF = {
     INCONCLUSIVE: "not settled",
     NO_INFO: "no information",
     TOO_SMALL: "arms did not learn",
-    NOT_RUN: "not run",
+    NOT_RUN: "not run here (the full preset runs it)",
 }
 
 
@@ -210,7 +213,18 @@ def not_measured(ctx: ReportContext) -> list[str]:
     lacking = [x for x in ("t5", "alibi", "rotary") if x not in schemes]
     if lacking:
         out.append(f"C17 for causal decoders with {', '.join(lacking)}: not run in this study")
-    return out
+    return [f"{what}; `{FULL_COMMAND}` runs it" for what in out]
+
+
+def run_elsewhere(claims: list[ClaimResult]) -> list[str]:
+    """Each claim, or half of one, that this study did not run, with the command that runs it: every claim stays
+    present in the report, and one that has no evidence here says where its evidence is."""
+    out = []
+    for c in claims:
+        if c.verdict == NOT_RUN:
+            out.append(f"{c.id} ({c.title})")
+        out += [f"{c.id}, {half}" for half, v in (c.halves or {}).items() if v == NOT_RUN and c.verdict != NOT_RUN]
+    return [f"{what}: not run in this study; `{FULL_COMMAND}` runs it" for what in out]
 
 
 def scale(ctx: ReportContext) -> str:

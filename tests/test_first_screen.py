@@ -199,3 +199,18 @@ def test_a_claim_not_run_here_points_to_the_command_that_runs_it() -> None:
     assert FULL_COMMAND in PHRASE[NOT_RUN] and FULL_COMMAND == "pelab study --preset full"
     line = claim_line(c13)
     assert line.endswith(f"({FULL_COMMAND} runs it).") and len(line.split()) <= MAX_WORDS
+
+
+def test_a_win_over_an_arm_that_had_not_learned_says_so() -> None:
+    """The floor policy counts a win over an arm below the floor; the first screen says that is what it was."""
+    from pelab.report.summary import wins_text
+
+    won = row("concat_split vs add", "concat_split", "add", 0.3, 0.9, SUPPORTED)
+    won |= {"a_acc": 0.99, "b_acc": 0.40}
+    fair = row("concat_split vs add", "concat_split", "add", 0.01, 0.05, SUPPORTED) | {"a_acc": 0.99, "b_acc": 0.95}
+    assert "had not learned" not in wins_text([won, fair])  # no floor given: as before
+    assert wins_text([won], 0.8).endswith("(each over an arm that had not learned at this budget: below the 80% floor)")
+    assert "(1 of them over an arm that had not learned" in wins_text([won, fair], 0.8)
+    assert "had not learned" not in wins_text([fair], 0.8)
+    lm = row("a vs b", "a", "b", 0.01, 0.05, SUPPORTED, metric="bpb") | {"b_acc": 0.3}
+    assert "had not learned" not in wins_text([lm], 0.8)  # language models learn by loss, not accuracy

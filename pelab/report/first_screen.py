@@ -111,7 +111,7 @@ def _no_verdict(claim: Any, what: str, rows: Rows | None = None) -> str:
 
 
 def directional(
-    claim: Any, forward: str, backward: str | None, what: str, a_won: str, b_won: str
+    claim: Any, forward: str, backward: str | None, what: str, a_won: str, b_won: str, floor: float | None = None
 ) -> tuple[str, str] | None:
     """The sentence of a family read both ways (A beats B; B beats A), or None when the claim is absent."""
     if claim is None:
@@ -129,9 +129,9 @@ def directional(
     if not won and not lost and not any(r["verdict"] == SUPPORTED for r in back):
         text = f"{what}, neither side won beyond its interval on any of {len(rows)} comparisons"
         return text + _rest(rest, 0), claim.verdict
-    text = f"{what}, {a_won} on {wins_text(rows)}"
+    text = f"{what}, {a_won} on {wins_text(rows, floor)}"
     if backward:
-        text += f", and {b_won} on {wins_text(back)}"
+        text += f", and {b_won} on {wins_text(back, floor)}"
     elif lost:
         text += f", and {b_won} on {len(lost)}"
     return text + _rest(rest, len(won) + len(lost)), claim.verdict
@@ -186,18 +186,19 @@ def halves_sentence(claim: Any, what: str) -> tuple[str, str] | None:
     return f"{what}: {'; '.join(parts)}", claim.verdict
 
 
-def answer_sentences(claims: Sequence[Any]) -> list[dict[str, str]]:
+def answer_sentences(claims: Sequence[Any], floor: float | None = None) -> list[dict[str, str]]:
     """At most five sentences answering the question, each {"id", "verdict", "text"}; the text ends before the
-    link, which the template adds ("(C6)")."""
+    link, which the template adds ("(C6)"). With the study's ``floor``, a win over an arm that had not learned
+    says so."""
     by_id = {c.id: c for c in claims}
     made = [
         directional(by_id.get("C6"), "concat_split vs add", "add vs concat_split", "At the same width",
-                    "concatenating beat adding", "adding beat concatenating"),
+                    "concatenating beat adding", "adding beat concatenating", floor),
         directional(by_id.get("C6"), "concat_wide vs add at its width", "add at its width vs concat_wide",
                     "Widened to concatenate (concat_wide) against add at that same total width",
-                    "concatenating won", "adding won"),
+                    "concatenating won", "adding won", floor),
         directional(by_id.get("C9"), "concat beats add", None, "On frozen pretrained word vectors (MiniLM)",
-                    "adding trailed concatenating", "led it"),
+                    "adding trailed concatenating", "led it", floor),
         equivalence(by_id.get("C7"), "learned vs sinusoidal", "Learned and sinusoidal positions"),
         halves_sentence(by_id.get("C18"), "Language models without positions"),
     ]  # fmt: skip

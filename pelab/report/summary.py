@@ -124,15 +124,29 @@ def who_won(records: list[dict[str, Any]]) -> str:
     return ", " + ", ".join(f"{n} with {s}" for s, n in schemes.most_common()) + " positions"
 
 
-def wins_text(records: list[dict[str, Any]]) -> str:
-    """ "2 of 25 comparisons, all on learning speed alone, all with learned positions", or "none of 25"."""
+def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
+    """ "2 of 25 comparisons, all on learning speed alone, all with learned positions", or "none of 25"; with the
+    study's ``floor``, also how many of the wins were over an arm that had not learned its task at this budget
+    (a win the floor policy counts, but one that says how fast each arm learns, not how well)."""
     rows = tested(records)
     won = [r for r in rows if r["verdict"] == SUPPORTED]
     if not won:
         return f"none of {len(rows)} comparisons"
     speed = sum(r["metric"] == "auc" for r in won)
     how = ", all on learning speed alone" if speed == len(won) else f", {speed} on learning speed" if speed else ""
-    return f"{len(won)} of {len(rows)} comparisons{how}{who_won(won)}"
+    text = f"{len(won)} of {len(rows)} comparisons{how}{who_won(won)}"
+    unlearned = sum(_loser_below(r, floor) for r in won) if floor is not None else 0
+    if unlearned:
+        which = "each" if unlearned == len(won) else f"{unlearned} of them"
+        text += f" ({which} over an arm that had not learned at this budget: below the {floor:.0%} floor)"
+    return text
+
+
+def _loser_below(row: dict[str, Any], floor: float) -> bool:
+    """The losing arm (B) of a won row ended below the floor; language models learn by loss, not accuracy."""
+    acc = row.get("b_acc")
+    lm = row.get("metric") == "bpb" or (row.get("where") or {}).get("task.name") in ("charlm", "mlm")
+    return not lm and acc is not None and acc == acc and acc < floor
 
 
 def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:

@@ -214,3 +214,21 @@ def test_a_win_over_an_arm_that_had_not_learned_says_so() -> None:
     assert "had not learned" not in wins_text([fair], 0.8)
     lm = row("a vs b", "a", "b", 0.01, 0.05, SUPPORTED, metric="bpb") | {"b_acc": 0.3}
     assert "had not learned" not in wins_text([lm], 0.8)  # language models learn by loss, not accuracy
+
+
+def test_a_verdicts_budget_is_stated_beside_it() -> None:
+    """budget_text: each task's steps, batch, length and seeds, from the runs themselves (a failed run not)."""
+    import pandas as pd
+
+    from pelab.report.arms import budget_text
+
+    rows = [("reverse", 150, 32, 16, s, "done") for s in range(8)] + [("charlm", 150, 32, 64, 0, "done")]
+    rows += [("charlm", 150, 32, 64, 1, "done"), ("offset", 999, 32, 16, 0, "failed")]
+    frame = pd.DataFrame(
+        rows, columns=["task.name", "train.steps", "train.batch_size", "task.length", "seed", "status"]
+    )
+    assert budget_text(frame) == (
+        "budget: reverse: 150 steps of 32 sequences at length 16, seeds 0-7; "
+        "charlm: 150 steps of 32 sequences at length 64, seeds 0-1"
+    )
+    assert budget_text(frame.iloc[0:0]) == ""

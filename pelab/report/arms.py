@@ -68,6 +68,21 @@ def position_frame(ctx: ReportContext) -> pd.DataFrame:
     return f[keep]
 
 
+def budget_text(frame: pd.DataFrame) -> str:
+    """The training budget of each task's runs in this frame ("reverse: 150 steps of 32 sequences at length 16,
+    76,800 sequences"): a verdict holds at its budget, and a reader needs it beside the verdict, not at the end."""
+    keys = ["task.name", "train.steps", "train.batch_size", "task.length"]
+    if frame.empty or not all(k in frame for k in keys):
+        return ""
+    done = frame[frame.status == "done"] if "status" in frame else frame
+    parts = []
+    for (task, steps, batch, length), sub in done.groupby(keys, sort=False):
+        seeds = sorted({int(s) for s in sub["seed"]}) if "seed" in sub else []
+        many = f", seeds {seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else ""
+        parts.append(f"{task}: {int(steps)} steps of {int(batch)} sequences at length {int(length)}{many}")
+    return "budget: " + "; ".join(dict.fromkeys(parts)) if parts else ""
+
+
 def _tasks(frame: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(frame["task.name"])) if "task.name" in frame else []
 

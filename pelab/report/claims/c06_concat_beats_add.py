@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from pelab.report.arms import A_BETTER, WHERE, _finish, _tasks, arm_figure, key_of, position_frame, rule_reported
+from pelab.report.arms import (
+    A_BETTER,
+    WHERE,
+    _finish,
+    _tasks,
+    arm_figure,
+    budget_text,
+    key_of,
+    position_frame,
+    rule_reported,
+)
 from pelab.report.context import ReportContext
 from pelab.report.evidence import compare, compare_wide
 from pelab.report.registry import CHAIN, ClaimResult, claim
@@ -58,6 +68,8 @@ def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             f"at the ceiling, held-out loss below {LOSS_FLOOR} nats), so it learned faster, not better"
         )
     r.setup = f"{len(fam.rows)} paired comparisons over tasks, schemes and widths; parameters of both arms beside each"
+    if budget := budget_text(frame[frame["model.combine"].isin(["add", "concat_split", "concat_wide"])]):
+        r.setup += f"; {budget}"
     _finish(r, ctx, {"concat_split vs add": fam, "add vs concat_split": adds, "concat_wide vs add at its width": wide,
                      "add at its width vs concat_wide": wide_adds})  # fmt: skip
     return r

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pelab.report.arms import ARM, _finish, key_of, position_frame, rule_reported
+from pelab.report.arms import ARM, _finish, budget_text, key_of, position_frame, rule_reported
 from pelab.report.context import ReportContext
 from pelab.report.evidence import compare
 from pelab.report.registry import ClaimResult, claim
@@ -64,6 +64,7 @@ def c7(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             )
         )
     r.key = key_of(fam, ["task.name", "model.d"], ctx.floor, best=False)
+    r.setup = f"learned and sinusoidal positions, both added, on every task that has both; {budget_text(added)}"
     _finish(r, ctx, {"learned vs sinusoidal": fam, "rotary vs sinusoidal": rotary, "none vs sinusoidal": nope,
                      "learning speed, learned vs sinusoidal": speed})  # fmt: skip
     return r

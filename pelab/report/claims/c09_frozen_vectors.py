@@ -61,7 +61,8 @@ def c9(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     t, m = first.task, first.model
     r.setup = (
         f"task wordorder (a real paragraph's first {t.length} MiniLM word pieces, forwards or reversed; chance 50%); "
-        f"MiniLM's frozen word vectors; seeds {', '.join(map(str, ctx.study.seeds))}, {first.train.steps} steps of "
+        f"MiniLM's frozen word vectors; seeds {', '.join(map(str, sorted({int(x) for x in wo.seed})))}, "
+        f"{first.train.steps} steps of "
         f"{first.train.batch_size}, {m.n_layers} layer(s). Word vectors narrower than 384 are a fixed PCA of the "
         "table; all are scaled to unit RMS. Parameters are trainable ones."
     )

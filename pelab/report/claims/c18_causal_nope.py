@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from pelab.report.arms import ARM, _finish, key_of, position_frame
+from pelab.report.arms import ARM, _finish, budget_text, key_of, position_frame
 from pelab.report.context import ReportContext
 from pelab.report.evidence import compare, side
 from pelab.report.registry import ClaimResult, Table, claim
@@ -195,6 +195,8 @@ def c18(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     else:
         halves.append("masked not run")
     r.key = "; ".join(halves)
+    text = pd.concat([_text_frame(ctx, "charlm"), _text_frame(ctx, "mlm")])
+    r.setup = f"byte-level language models on real text, NoPE against each scheme with positions; {budget_text(text)}"
     r.caveats.append(
         "The best scheme is chosen per comparison on validation bits per byte among the arms that learned; NoPE is "
         "compared with that one arm, so the causal half is a test against the strongest alternative run here."

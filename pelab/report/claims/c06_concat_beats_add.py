@@ -68,7 +68,9 @@ def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             f"at the ceiling, held-out loss below {LOSS_FLOOR} nats), so it learned faster, not better"
         )
     r.setup = f"{len(fam.rows)} paired comparisons over tasks, schemes and widths; parameters of both arms beside each"
-    if budget := budget_text(frame[frame["model.combine"].isin(["add", "concat_split", "concat_wide"])]):
+    tasks = {row.comparison.where.get("task.name") for f in (fam, wide) for row in f.rows}
+    read = frame[frame["model.combine"].isin(["add", "concat_split", "concat_wide"]) & frame["task.name"].isin(tasks)]
+    if budget := budget_text(read):  # the budget of the tasks its comparisons read
         r.setup += f"; {budget}"
     _finish(r, ctx, {"concat_split vs add": fam, "add vs concat_split": adds, "concat_wide vs add at its width": wide,
                      "add at its width vs concat_wide": wide_adds})  # fmt: skip

@@ -97,14 +97,14 @@ def row_margin(row: Mapping[str, Any], margin: float, base: float = math.nan) ->
     return factor * RELATIVE_MARGIN
 
 
-def below_floor(row: Mapping[str, Any], floor: float) -> bool:
-    """An arm of the row ends below the study's floor (mean accuracy at the training size). A language model's
-    floor is its loss against a context-free model's (``rules.Side.learned``), which a row does not carry: its
-    rows (decided on bits per byte) are never marked."""
+def below_floor(row: Mapping[str, Any], floor: float, sides: str = "ab") -> bool:
+    """An arm of the row (of ``sides``: "a", "b" or both) ends below the study's floor (mean accuracy at the
+    training size). A language model's floor is its loss against a context-free model's (``rules.Side.learned``),
+    which a row does not carry: its rows (decided on bits per byte) are never marked."""
     where = row.get("where") or {}
     if row.get("metric") == "bpb" or where.get("task.name") in LANGUAGE_MODELS:
         return False
-    accs = [row.get("a_acc"), row.get("b_acc")]
+    accs = [row.get(f"{side}_acc") for side in sides]
     return any(a is not None and not math.isnan(a) and a < floor for a in accs)
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from pelab.report.catalog import all_claims
 from pelab.report.context import ReportContext
+from pelab.report.forest import below_floor
 from pelab.report.registry import DOC, ClaimResult
 from pelab.report.tables import loss_disagrees, speed_only
 from pelab.rules import ERROR, EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
@@ -135,18 +136,11 @@ def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
     speed = sum(r["metric"] == "auc" for r in won)
     how = ", all on learning speed alone" if speed == len(won) else f", {speed} on learning speed" if speed else ""
     text = f"{len(won)} of {len(rows)} comparisons{how}{who_won(won)}"
-    unlearned = sum(_loser_below(r, floor) for r in won) if floor is not None else 0
+    unlearned = sum(below_floor(r, floor, "b") for r in won) if floor is not None else 0  # B: the losing arm
     if unlearned:
         which = "each" if unlearned == len(won) else f"{unlearned} of them"
         text += f" ({which} over an arm that had not learned at this budget: below the {floor:.0%} floor)"
     return text
-
-
-def _loser_below(row: dict[str, Any], floor: float) -> bool:
-    """The losing arm (B) of a won row ended below the floor; language models learn by loss, not accuracy."""
-    acc = row.get("b_acc")
-    lm = row.get("metric") == "bpb" or (row.get("where") or {}).get("task.name") in ("charlm", "mlm")
-    return not lm and acc is not None and acc == acc and acc < floor
 
 
 def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:

@@ -19,6 +19,7 @@ try:  # Ctrl-C while the command's libraries load (its first half second): the s
     from rich.table import Table
     from typer.exceptions import Abort, TyperException
 
+    from pelab import interrupts
     from pelab.errors import PelabError, check_range
 except KeyboardInterrupt:
     print(INTERRUPTED, file=sys.stderr)
@@ -672,7 +673,10 @@ def main() -> None:
 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        rc = _main()
+        with interrupts.remembered():
+            rc = _main()
+            if rc == 0 and interrupts.pending():  # a Ctrl-C swallowed after the last write: still an interrupt
+                rc = 130
     finally:
         signal.signal(signal.SIGTERM, previous)
     if fired and rc in (130, 1):  # typer and click hand Ctrl-C back as 130 (or an Abort); this was SIGTERM

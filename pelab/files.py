@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pelab import interrupts
 from pelab.errors import PelabError
 
 #: The names ``atomic_path`` gives its temporary files (``.NAME.XXXXXXXX.tmp``), so a later run can tell what
@@ -76,6 +77,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     the block ends without error it is flushed to disk and moved over ``path``, otherwise it is deleted. A link
     at ``path`` is replaced, never followed; a folder, device or FIFO there is refused (PelabError). An error of
     the machine (a full disk) names ``path``, not the temporary file."""
+    interrupts.check()  # a Ctrl-C the interpreter swallowed stops here, before anything is written
     path = Path(path)
     mode = target_mode(path)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

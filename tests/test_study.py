@@ -176,8 +176,13 @@ def test_killed_worker_fails_its_run_and_the_study_goes_on(tmp_path: Path) -> No
     """A group's process killed mid-run: that group's runs (one arm's 2 seeds, trained stacked) are stored as
     failed, the others finish, a restart retries them.
     Runs start from a fork server with torch preloaded, so a short run can end between being found and being
-    killed: each run is long enough (1,500 steps, about a second), and a run that ended first is not the victim."""
-    f = write_study(tmp_path, steps=1500)
+    killed: the victim is one long arm (1,500 steps), which the driver sends first as the costliest group; the
+    other arms are short, so the test costs one long group twice, not every group."""
+    f = write_study(tmp_path, steps=30)
+    f.write_text(
+        f.read_text() + '[[grid]]\nname = "long"\nset = { "train.steps" = 1500, "model.combine" = "add" }\n'
+        'axes = { "model.position.scheme" = ["sinusoidal"] }\n'
+    )
     out = tmp_path / "out"
     args = ["study", str(f), "--out", str(out), "--workers", "1", "--threads", "1", "--no-report"]
     proc = subprocess.Popen([sys.executable, "-m", "pelab", *args], stdout=subprocess.PIPE, text=True)
@@ -197,12 +202,13 @@ def test_killed_worker_fails_its_run_and_the_study_goes_on(tmp_path: Path) -> No
     proc.communicate(timeout=300)
     assert proc.returncode == 0
     rows = db_rows(out)
-    assert len(rows) == 12
+    assert len(rows) == 14
     failed = [s for s, _ in rows.values() if s == "failed"]
     assert len(failed) == 2  # one group: one arm's two seeds
     with sqlite3.connect(out / DB_NAME) as conn:
         got = conn.execute("SELECT reason, config FROM runs WHERE status = 'failed'").fetchall()
     assert all("signal 9" in reason for reason, _ in got)
+    assert {RunConfig.model_validate_json(c).train.steps for _, c in got} == {1500}  # the long arm, and only it
     assert len({RunConfig.model_validate_json(c).arm_id for _, c in got}) == 1
     r = pelab(*args)  # a restart retries the failed run
     assert r.returncode == 0 and all(s == "done" for s, _ in db_rows(out).values())

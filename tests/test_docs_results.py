@@ -1,0 +1,57 @@
+"""docs/results.md, what pelab finds at the full budget, cannot go stale silently (issue 28, part 5): every run it
+reports is one the current code still computes for the full preset (same config, same run id), and every arm's
+first seeds are among them; and its numbers are the study's own (the generator, docs/make_results.py, copies
+them from the report and claims.json; its pieces are tested here on a hand-made key)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+from pelab.study.grid import parse_study, with_seeds
+
+DOCS = Path(__file__).parents[1] / "docs"
+FULL = Path(__file__).parents[1] / "pelab" / "presets" / "full.toml"
+
+
+def _maker():
+    spec = importlib.util.spec_from_file_location("make_results", DOCS / "make_results.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_published_runs_are_the_ones_the_current_code_computes() -> None:
+    page = (DOCS / "results.md").read_text()
+    stored = set((DOCS / "results" / "run_ids.txt").read_text().split())
+    study = parse_study(FULL.read_text(), str(FULL))
+    assert study.sequential is not None
+    every = with_seeds(study, {r.arm_id: study.sequential.max_seeds for r in study.runs})
+    computed = {r.run_id for r in every.runs}
+    stale = stored - computed
+    assert not stale, (
+        f"{len(stale)} of docs/results.md's {len(stored)} runs are no longer computed by this code for the full "
+        "preset: rerun `pelab study --preset full` and docs/make_results.py (see its docstring)"
+    )
+    first = {r.run_id for r in study.runs}
+    assert first <= stored, f"{len(first - stored)} runs of the full preset's first round are missing from the page"
+    assert f"| runs | {len(stored)} finished" in page
+    for name in re.findall(r"\]\((results/[\w.-]+)\)", page):
+        assert (DOCS / name).is_file(), name
+
+
+def test_key_number_keeps_the_interval_and_drops_the_prose() -> None:
+    key = _maker().key_number
+    long = (
+        "concat_split vs add (task=reverse, scheme=sinusoidal, d=32): A − B +62.0 pp [+35.5 pp, +88.5 pp] accuracy "
+        "(98.75% (Holm); interval at 99.09%); sequential seeds"
+    )
+    assert key(long) == (
+        "concat_split vs add (task=reverse, scheme=sinusoidal, d=32): A − B +62.0 pp [+35.5 pp, +88.5 pp] accuracy"
+    )
+    assert key("356 of 512 dimensions vary by > 0.1 (156 hardly move); the last half") == (
+        "356 of 512 dimensions vary by > 0.1 (156 hardly move)"
+    )
+    assert len(key("x" * 500)) == 140

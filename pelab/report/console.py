@@ -103,16 +103,21 @@ LINE = 100
 
 
 def summary_lines(claims: list) -> list[str]:
-    """One plain line a claim, at most ``LINE`` characters: its id, verdict and the number behind it (how many
-    comparisons bear it out, an open claim's resolution: ``first_screen.short_figure``), else its key figure;
-    cut with '…' (the report has it whole)."""
-    from pelab.report.first_screen import short_figure
+    """One plain line a claim, at most ``LINE`` characters: its id, verdict and the number behind it (a decided
+    claim's deciding interval, ``first_screen.key_interval``, then how many comparisons bear it out; an open
+    claim's resolution: ``first_screen.short_figure``), else its key figure; cut with '…' (the report has it
+    whole)."""
+    from pelab.report.first_screen import key_interval, short_figure
 
     out = []
+    width = max((len(c.verdict) for c in claims), default=0)
     for c in claims:
         glyph = VERDICT_GLYPH.get(c.verdict, "·")
         figure = (short_figure(c) if hasattr(c, "rows") else "") or str(c.key)
-        line = f"{c.id:<4}{glyph} {c.verdict:<27} {' '.join(figure.split())}".rstrip()
+        number, where = key_interval(c.key) if c.verdict in ("supported", "not supported") else ("", "")
+        if number:  # the number behind the verdict, how many comparisons agree, then where it was measured
+            figure = "; ".join(x for x in (number, figure, where) if x)
+        line = f"{c.id:<4}{glyph} {c.verdict:<{width}} {' '.join(figure.split())}".rstrip()
         out.append(line if len(line) <= LINE else line[: LINE - 1] + "…")
     return out
 

@@ -235,6 +235,29 @@ def short_figure(c: Any) -> str:
     return " ".join(str(c.key).split(";")[0].split())
 
 
+#: A key figure's number and its interval: "+62.0 pp [+35.5 pp, +88.5 pp]", "+5.3% [+3.5%, +7.1%]".
+_INTERVAL = re.compile(r"([+\-−]?\d[\d.,]*(?: ?pp|%)?) \[([^\]]+)\]")
+
+
+def key_interval(key: str) -> tuple[str, str]:
+    """The decisive comparison of a key figure in few words: its number ("+62.0 pp [+35.5, +88.5] accuracy") and
+    where it was measured ("concat_split vs add (reverse, sinusoidal, d=32)"); ("", "") when the key holds no
+    interval."""
+    text = " ".join(str(key).split())
+    m = _INTERVAL.search(text)
+    if m is None:
+        return "", ""
+    value, (lo, hi) = m.group(1), [x.strip() for x in m.group(2).split(",", 1)] if "," in m.group(2) else ("", "")
+    unit = "pp" if value.endswith("pp") else "%" if value.endswith("%") else ""
+    lo, hi = (x.removesuffix(unit).strip() if unit == "pp" else x for x in (lo, hi))
+    after = re.match(r" ([a-z][a-z ]*?)(?= \(|;|$| relative)", text[m.end() :])
+    before = re.search(r"A's ([a-z][a-z ]*) $", text[: m.start()])
+    metric = after.group(1) if after else before.group(1) if before else ""
+    head = text.split(":", 1)[0] if ":" in text[: m.start()] else ""
+    head = re.sub(r"\b(task|scheme|width)=", "", head)
+    return f"{value} [{lo}, {hi}]" + (f" {metric}" if metric else ""), head
+
+
 def claim_line(c: Any, max_words: int = MAX_WORDS) -> str:
     """ "C6 Concatenation can beat addition without making the model bigger: supported (1 of 12 comparisons
     support it)." in at most ``max_words`` words; a long figure is cut with "…" (the details hold it whole)."""
@@ -248,4 +271,4 @@ def claim_line(c: Any, max_words: int = MAX_WORDS) -> str:
     return " ".join(words[:max_words]) + "."
 
 
-__all__ = ["MAX_WORDS", "OVERVIEW", "answer_sentences", "claim_line", "overview_rows", "short_figure"]
+__all__ = ["MAX_WORDS", "OVERVIEW", "answer_sentences", "claim_line", "key_interval", "overview_rows", "short_figure"]

@@ -57,7 +57,8 @@ def verdict_table(claims: list[dict]) -> str:
         if isinstance(res, dict) and c["verdict"] in ("inconclusive at this budget", "no information"):
             figure = f"{figure}; {res['text']}" if figure else res["text"]
         cell = figure.replace("|", "\\|")
-        lines.append(f"| [{c['id']}](claims.md#{c['id'].lower()}) {titles.get(c['id'], '')} | {c['verdict']} | {cell} |")
+        link = f"[{c['id']}](claims.md#{c['id'].lower()}) {titles.get(c['id'], '')}"
+        lines.append(f"| {link} | {c['verdict']} | {cell} |")
     return "\n".join(lines) + "\n"
 
 

@@ -55,3 +55,22 @@ def test_the_study_ends_with_one_line_a_claim_of_at_most_100_characters() -> Non
     assert lines[0] == "C1  ✓ supported                   20 of 512 dims vary"
     assert len(lines[1]) == LINE and lines[1].endswith("…") and "\\n" not in lines[1]
     assert all(len(x) <= 100 for x in lines)
+
+
+def test_a_decided_claim_line_leads_with_its_deciding_interval() -> None:
+    """The number behind a verdict, not a count of rows: "+62.0 pp [+35.5, +88.5] accuracy" first, then where."""
+    from types import SimpleNamespace
+
+    from pelab.report.console import summary_lines
+    from pelab.report.first_screen import key_interval
+
+    key = (
+        "concat_split vs add (task=reverse, scheme=sinusoidal, d=32): A − B +62.0 pp [+35.5 pp, +88.5 pp] accuracy "
+        "(98.75% (Holm)); sequential seeds"
+    )
+    assert key_interval(key) == ("+62.0 pp [+35.5, +88.5] accuracy", "concat_split vs add (reverse, sinusoidal, d=32)")
+    lm = "learned vs sinusoidal (task=charlm, d=64): A's bits per byte +5.3% [+3.5%, +7.1%] relative to B's (98%)"
+    assert key_interval(lm) == ("+5.3% [+3.5%, +7.1%] bits per byte", "learned vs sinusoidal (charlm, d=64)")
+    assert key_interval("356 of 512 dimensions vary by > 0.1") == ("", "")
+    (line,) = summary_lines([SimpleNamespace(id="C6", verdict="supported", key=key)])
+    assert line.startswith("C6  ✓ supported +62.0 pp [+35.5, +88.5] accuracy; concat_split vs add (reverse")

@@ -113,10 +113,11 @@ def summary_lines(claims: list) -> list[str]:
     width = max((len(c.verdict) for c in claims), default=0)
     for c in claims:
         glyph = VERDICT_GLYPH.get(c.verdict, "·")
-        figure = (short_figure(c) if hasattr(c, "rows") else "") or str(c.key)
+        count = short_figure(c) if hasattr(c, "rows") else ""
+        figure = count or str(c.key)
         number, where = key_interval(c.key) if c.verdict in ("supported", "not supported") else ("", "")
         if number:  # the number behind the verdict, how many comparisons agree, then where it was measured
-            figure = "; ".join(x for x in (number, figure, where) if x)
+            figure = "; ".join(x for x in (number, count, where) if x)
         line = f"{c.id:<4}{glyph} {c.verdict:<{width}} {' '.join(figure.split())}".rstrip()
         out.append(line if len(line) <= LINE else line[: LINE - 1] + "…")
     return out

@@ -4,6 +4,7 @@ with what is done, what failed and the time left at the pace so far."""
 from __future__ import annotations
 
 import io
+from types import SimpleNamespace
 
 from rich.console import Console
 
@@ -74,3 +75,18 @@ def test_a_decided_claim_line_leads_with_its_deciding_interval() -> None:
     assert key_interval("356 of 512 dimensions vary by > 0.1") == ("", "")
     (line,) = summary_lines([SimpleNamespace(id="C6", verdict="supported", key=key)])
     assert line.startswith("C6  ✓ supported +62.0 pp [+35.5, +88.5] accuracy; concat_split vs add (reverse")
+
+
+def test_the_time_left_is_weighted_by_each_runs_estimated_cost() -> None:
+    """Costliest runs go first: after the one 90-second run of ten, a count would say 13.5 min left; the work
+    left is 9 of 99 estimated seconds, about 9 s at the pace so far."""
+    from pelab.study.progress import Pace
+
+    clock = SimpleNamespace(t=0.0)
+    pace = Pace({"big": 90.0, **{f"r{i}": 1.0 for i in range(9)}}, clock=lambda: clock.t)
+    assert pace.left() is None and pace.text() == ""
+    clock.t = 90.0
+    pace.finished("big")
+    assert pace.left() == 9.0 and pace.text() == "about 0:09 left"
+    pace.finished("big")  # a run reported twice (a retry) counts once
+    assert pace.left() == 9.0

@@ -199,9 +199,11 @@ def test_a_tiny_sequential_study_reports_its_looks_and_a_rerun_trains_nothing(tm
     report = (out / "report.md").read_text()
     assert "Lan–DeMets alpha spending" in report and "seeds each arm got: reverse: add 5" in report
     assert "looks at 3, 4, 5 seeds of a cap of 5" in report
-    again = pelab("study", str(f), "--out", str(out), "--workers", "1")
+    record = read_record(out)
+    again = pelab("study", str(f), "--out", str(out), "--workers", "1", "--no-report")  # the rounds alone: CI time
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 run(s) in" in again.stdout
+    assert read_record(out) == record  # the same rounds, the same decisions
     assert json.loads((out / "claims.json").read_text()) == claims
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError, check_range
@@ -20,10 +20,11 @@ from pelab.preflight import check_data, check_fits, check_gpu_share, machine_byt
 from pelab.preflight import runs_per_gpu as default_runs_per_gpu
 from pelab.records import ENGINE, RunResult
 from pelab.study.backends import OnResult, default_threads, device_slots, run_local
+from pelab.study.estimate import group_seconds
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 from pelab.study.groups import stack_groups, unstacked_arms
-from pelab.study.progress import PlainProgress
+from pelab.study.progress import Pace, PlainProgress
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
 from pelab.study.store import Store, StudyLock
 
@@ -153,19 +154,22 @@ def run_study(
                     console.print(expected_line(pending, backend, workers, device))
                     for why, n in _unstacked(pending).items():
                         console.print(f"{n} arm(s) train one seed at a time ({why}); the rest train stacked")
+            groups = stack_groups(pending, slots, budget=_stack_budget(backend, device, slots))
+            pace = Pace({c.run_id: group_seconds(g) / len(g) for g in groups for c in g})
             with _progress(console, quiet) as progress:
-                task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="")
+                task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="", left="")
 
                 def on_result(cfg: RunConfig, result: RunResult) -> None:
                     store.write(cfg, result)
+                    pace.finished(cfg.run_id)
                     if result.status != "done":
                         counts[result.status] += 1
                         reason = escape(result.reason or "")
                         progress.console.print(f"[yellow]{result.status}[/] {cfg.run_id}: {reason}")
                     bad = counts["failed"] + counts["diverged"]
-                    progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "")
+                    progress.update(task, advance=1, failed=f"[red]{bad} failed[/]" if bad else "", left=pace.text())
 
-                execute(stack_groups(pending, slots, budget=_stack_budget(backend, device, slots)), on_result)
+                execute(groups, on_result)
         elapsed = time.perf_counter() - start
         previous = float(store.meta("study_seconds") or 0.0)
         store.set_meta(study_seconds=f"{previous + elapsed:.0f}")
@@ -290,8 +294,7 @@ def _progress(console: Console, quiet: bool) -> Progress | PlainProgress:
         MofNCompleteColumn(),
         TextColumn("{task.fields[failed]}"),
         TimeElapsedColumn(),
-        TextColumn("left"),
-        TimeRemainingColumn(),
+        TextColumn("{task.fields[left]}"),  # weighted by each run's estimated cost (``Pace``), not by count
         console=console,
         disable=quiet,
     )

@@ -141,6 +141,13 @@ def read_regular(path: str | Path, limit: int = MAX_CACHE_BYTES, follow: bool = 
         os.close(fd)
 
 
+def cache_dir() -> Path:
+    """$PELAB_CACHE, else $XDG_CACHE_HOME/pelab, else ~/.cache/pelab: what pelab can compute again."""
+    if os.environ.get("PELAB_CACHE"):
+        return Path(os.environ["PELAB_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pelab"
+
+
 def read_json_cache(path: str | Path, check: Callable[[Any], object] | None = None) -> Any | None:
     """A cache file's JSON, or None when it is absent or damaged (then one line says so, and the caller computes
     it again): a link, a special file, empty, truncated, not JSON, nested too deep, or failing ``check`` (which

@@ -90,3 +90,29 @@ def test_the_time_left_is_weighted_by_each_runs_estimated_cost() -> None:
     assert pace.left() == 9.0 and pace.text() == "about 0:09 left"
     pace.finished("big")  # a run reported twice (a retry) counts once
     assert pace.left() == 9.0
+
+
+def test_the_expected_time_follows_this_machines_pace_once_it_has_one(tmp_path, monkeypatch) -> None:
+    """The fit is one machine's (AVX-512); a machine without it ran the full preset at 1.85x the fit. After a
+    study of at least a minute, the next expected line is scaled by the pace measured here (sums, older halved)."""
+    from test_study import STUDY
+
+    from pelab.study import estimate
+    from pelab.study.driver import expected_line
+    from pelab.study.grid import parse_study
+
+    monkeypatch.setenv("PELAB_CACHE", str(tmp_path))
+    runs = parse_study(STUDY.format(steps=30)).runs
+    assert estimate.read_pace() is None
+    plain = expected_line(runs, "local", 2, "cpu")
+    assert "at the speed of pelab's 2-core reference CPU" in plain
+    estimate.record_pace(100.0, 30.0)  # under a minute: start-up, not pace
+    assert estimate.read_pace() is None
+    estimate.record_pace(100.0, 200.0)
+    assert estimate.read_pace() == 2.0
+    estimate.record_pace(100.0, 100.0)  # the older study counts half: (100 + 100) / (50 + 100)
+    assert estimate.read_pace() == (100.0 + 100.0) / (50.0 + 100.0)
+    line = expected_line(runs, "local", 2, "cpu")
+    assert "at this machine's pace in its earlier studies (1.33x pelab's 2-core reference CPU)" in line
+    (tmp_path / estimate.PACE_FILE).write_text("[1, 2")  # damaged: one line says so, and the fit is used
+    assert estimate.read_pace() is None

@@ -44,13 +44,20 @@ BACKENDS = ("local", "ray")
 
 def expected_line(pending: list[RunConfig], backend: str, workers: int | None, device: str) -> str:
     """The time the runs should take, said before they start (``pelab.study.estimate``)."""
-    from pelab.study.estimate import describe, study_seconds
+    from pelab.study.estimate import describe, read_pace, study_seconds
 
     n = workers or os.cpu_count() or 1
-    cpu = describe(study_seconds(pending, n))
+    seconds = study_seconds(pending, n)
+    cpu = describe(seconds)
     where = f"{n} CPU worker{'s' if n != 1 else ''}"
     if backend == "ray" or device == "cuda":
         return f"expected: about {cpu} on {where} (estimated for a CPU like pelab's 2-core reference; faster here)"
+    pace = read_pace()
+    if pace is not None:
+        return (
+            f"expected: about {describe(seconds * pace)} on {where} at this machine's pace in its earlier studies "
+            f"({pace:.2f}x pelab's 2-core reference CPU), then the report"
+        )
     return f"expected: about {cpu} on {where} at the speed of pelab's 2-core reference CPU, then the report"
 
 
@@ -171,6 +178,10 @@ def run_study(
 
                 execute(groups, on_result)
         elapsed = time.perf_counter() - start
+        if pending and backend == "local" and not str(device).startswith("cuda") and not counts["failed"]:
+            from pelab.study.estimate import record_pace, study_seconds
+
+            record_pace(study_seconds(pending, slots), elapsed)  # the next study's expected time, at this pace
         previous = float(store.meta("study_seconds") or 0.0)
         store.set_meta(study_seconds=f"{previous + elapsed:.0f}")
         return StudyOutcome(

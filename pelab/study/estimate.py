@@ -84,6 +84,69 @@ def spread(seconds: Sequence[float], workers: int) -> float:
     return max(load) if seconds else 0.0
 
 
+#: This machine's pace against the fit, from the studies it finished (``$PELAB_CACHE/pace.json``).
+PACE_FILE = "pace.json"
+#: A study shorter than this says too little about a machine's pace (start-up dominates) to be recorded.
+PACE_MIN_SECONDS = 60.0
+
+
+def machine_key() -> str:
+    """The CPU's model name and core count: the pace of one machine kind (the same CPU model took 4 min 52 s on
+    one machine and 8 min 14 s on one without AVX-512: the model name tells them apart)."""
+    name = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    import platform
+
+    return f"{name or platform.processor() or platform.machine()} x{os.cpu_count() or 1}"
+
+
+def read_pace() -> float | None:
+    """Measured wall over estimated seconds of the studies this machine kind finished, or None before its first."""
+    from pelab.files import cache_dir, read_json_cache
+
+    def check(v: object) -> str | None:
+        return None if isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()) else "not a pace table"
+
+    table = read_json_cache(cache_dir() / PACE_FILE, check) or {}
+    entry = table.get(machine_key())
+    try:
+        ratio = float(entry["wall"]) / float(entry["estimated"]) if entry else None
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    return ratio if ratio is not None and 0.05 < ratio < 50 else None
+
+
+def record_pace(estimated: float, wall: float) -> None:
+    """Add one finished CPU study to this machine kind's pace (sums, the older halved each time, so the pace follows
+    the machine without one odd study ruling it). Studies shorter than ``PACE_MIN_SECONDS`` are not recorded; a
+    cache that cannot be written is skipped (the estimate is a courtesy, never a reason to fail a study)."""
+    import json
+
+    from pelab.files import cache_dir, read_json_cache, write_atomic
+
+    if wall < PACE_MIN_SECONDS or estimated <= 0:
+        return
+    path = cache_dir() / PACE_FILE
+    table = read_json_cache(path) or {}
+    if not isinstance(table, dict):
+        table = {}
+    old = table.get(machine_key()) if isinstance(table.get(machine_key()), dict) else {}
+    try:
+        before = (float(old.get("estimated", 0)) / 2, float(old.get("wall", 0)) / 2)
+    except (TypeError, ValueError):
+        before = (0.0, 0.0)
+    table[machine_key()] = {"estimated": round(before[0] + estimated, 1), "wall": round(before[1] + wall, 1)}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(table, indent=1))
+    except OSError:
+        pass
+
+
 def describe(seconds: float) -> str:
     if seconds < 90:
         return f"{math.ceil(seconds)} s"
@@ -92,4 +155,16 @@ def describe(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-__all__ = ["CPU_FIT", "describe", "eval_seconds", "group_seconds", "run_seconds", "spread", "study_seconds"]
+__all__ = [
+    "CPU_FIT",
+    "PACE_FILE",
+    "describe",
+    "machine_key",
+    "read_pace",
+    "record_pace",
+    "eval_seconds",
+    "group_seconds",
+    "run_seconds",
+    "spread",
+    "study_seconds",
+]

@@ -133,10 +133,10 @@ def tokenize(corpus: str | None) -> tuple[torch.Tensor, ...]:
 
 
 def cache_dir() -> Path:
-    """$PELAB_CACHE, else $XDG_CACHE_HOME/pelab, else ~/.cache/pelab."""
-    if os.environ.get("PELAB_CACHE"):
-        return Path(os.environ["PELAB_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pelab"
+    """$PELAB_CACHE, else $XDG_CACHE_HOME/pelab, else ~/.cache/pelab (``pelab.files.cache_dir``)."""
+    from pelab.files import cache_dir as shared
+
+    return shared()
 
 
 def cache_key(corpus: str | None) -> str | None:

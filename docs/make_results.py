@@ -86,7 +86,7 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
         f"| command | `{command}` (from a fresh clone, the README's install) |",
         f"| commit | `{commit}` |",
         f"| CPU | {cpu} |",
-        f"| wall time | {wall} (install, every round of runs, the analyses and the report) |",
+        f"| wall time | {wall} |",
         f"| runs | {len(ids)} finished; run ids in [results/run_ids.txt](results/run_ids.txt) |",
     ]
     if design:

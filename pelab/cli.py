@@ -711,4 +711,11 @@ def _main() -> int:
         sys.exit(2)
     except (Abort, KeyboardInterrupt):
         rc = 130
+    except Exception:
+        # A Ctrl-C that landed inside a lazy import (numpy's, scipy's) leaves that module half-imported, and the
+        # next import of it fails (ImportError, RecursionError) far from the interrupt: after a Ctrl-C, any
+        # error is the interrupt's, and ends as one (exit 130, one line).
+        if not interrupts.pending():
+            raise
+        rc = 130
     return rc if isinstance(rc, int) else 0

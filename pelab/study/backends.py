@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from pelab import forkserver
+from pelab import forkserver, interrupts
 from pelab.config import RunConfig
 from pelab.records import RunResult
 from pelab.study.folder import checkpoint_file
@@ -117,6 +117,7 @@ def run_local(
                 life_r.close()
                 running.append(_Running(cfgs, p, res_r, life_w, slot))
             wait([r.results for r in running] + [r.process.sentinel for r in running], timeout=5.0)
+            interrupts.check()  # a Ctrl-C the interpreter swallowed (in a finalizer, an import) stops the study here
             for r in list(running):
                 results = _collect(r)
                 if results is not None:

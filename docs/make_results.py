@@ -43,7 +43,7 @@ def sections(report_md: str) -> str:
     text = text.replace("## What this run says", "## The answer at the full budget", 1)
     text = re.sub(r"\]\(figures/([\w.-]+\.png)\)", r"](results/\1)", text)
     text = re.sub(r"\]\(#(c\d+)\)", r"](claims.md#\1)", text)  # a claim's rule, in docs/claims.md
-    return text.replace("](claims.md)", "](claims.md)")
+    return text
 
 
 def verdict_table(claims: list[dict]) -> str:

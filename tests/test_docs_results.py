@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from pelab.study.grid import parse_study, with_seeds
 
@@ -40,6 +44,19 @@ def test_the_published_runs_are_the_ones_the_current_code_computes() -> None:
     assert f"| runs | {len(stored)} finished" in page
     for name in re.findall(r"\]\((results/[\w.-]+)\)", page):
         assert (DOCS / name).is_file(), name
+
+
+def test_every_file_the_page_links_can_be_committed() -> None:
+    """A figure that git ignores exists in the checkout that wrote the page and nowhere else (stop 32's CI:
+    docs/results/*.png matched the top-level ``*.png`` rule): every linked file must be one git would track."""
+    git = shutil.which("git")
+    if git is None or not (DOCS.parent / ".git").exists():
+        pytest.skip("not a git checkout")
+    page = (DOCS / "results.md").read_text()
+    linked = [f"docs/{name}" for name in re.findall(r"\]\((results/[\w.-]+)\)", page)]
+    assert linked
+    ignored = subprocess.run([git, "check-ignore", *linked], cwd=DOCS.parent, capture_output=True, text=True)
+    assert not ignored.stdout.strip(), f"git ignores files docs/results.md links: {ignored.stdout.split()}"
 
 
 def test_key_number_keeps_the_interval_and_drops_the_prose() -> None:

@@ -271,23 +271,29 @@ def test_ctrl_c_stops_workers_stores_nothing_half_done_and_resumes(tmp_path: Pat
     assert f"{len(stored)} already stored" in r.stdout and len(db_rows(out)) == 12
 
 
-def test_the_quick_presets_pilot_is_recorded_and_trains_no_seed_a_preset_trains() -> None:
-    """Informative budgets (SCIENCE.md): quick's budgets come from a recorded pilot, bench/pilots/quick.toml, on
-    seeds no preset trains (quick's sequential seeds up to its cap included), at quick's own settings."""
+@pytest.mark.parametrize("preset, tasks", [
+    ("quick", ("reverse", "offset", "lookup")),
+    ("full", ("reverse", "offset", "rotate", "sort", "lookup")),
+])  # fmt: skip
+def test_a_presets_pilot_is_recorded_and_trains_no_seed_a_preset_trains(preset: str, tasks: tuple[str, ...]) -> None:
+    """Informative budgets (SCIENCE.md): a preset's budgets for its encoder tasks come from a recorded pilot,
+    bench/pilots/PRESET.toml, on seeds no preset trains (sequential seeds up to the cap included), at the preset's
+    own settings: every arm the preset trains on those tasks was an arm of the pilot."""
     from pelab.cli import preset_path
     from pelab.study.grid import load_study, seed_sequence
 
-    pilot = load_study(Path(__file__).parents[1] / "bench" / "pilots" / "quick.toml")
+    pilot = load_study(Path(__file__).parents[1] / "bench" / "pilots" / f"{preset}.toml")
     trained: set[int] = set()
     for name in ("quick", "full", "paper"):
         study = load_study(preset_path(name))
         cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
         trained |= set(seed_sequence(study.seeds, cap))
     assert not set(pilot.seeds) & trained
-    quick = load_study(preset_path("quick"))
 
     def settings(runs: list[RunConfig]) -> set[tuple[object, ...]]:
-        return {(r.task.name, r.task.length, r.train.steps, r.model.d, r.model.combine, r.model.position.scheme)
-                for r in runs if r.task.name in ("reverse", "offset")}  # fmt: skip
+        return {(r.task.name, r.task.length, r.task.vocab, r.train.steps, r.model.d, r.model.combine,
+                 r.model.position.scheme, r.model.position.model_dump().get("layout"), r.model.matrix_rank)
+                for r in runs if r.task.name in tasks and (preset == "quick" or r.task.length == 16)}  # fmt: skip
 
-    assert settings(quick.runs) <= settings(pilot.runs)  # every piloted arm of quick, at quick's budget
+    ran = settings(load_study(preset_path(preset)).runs)
+    assert ran and ran <= settings(pilot.runs)  # every arm of the preset on these tasks, piloted at its budget

@@ -232,3 +232,28 @@ def test_a_verdicts_budget_is_stated_beside_it() -> None:
         "charlm: 150 steps of 32 sequences at length 64, seeds 0-1"
     )
     assert budget_text(frame.iloc[0:0]) == ""
+
+
+def test_an_equal_pair_is_counted_as_such_and_the_open_rest_is_resolved_per_scheme() -> None:
+    """A comparison refuted inside the margin (NOT_SUPPORTED both ways, neither side ahead) is an answer: the arms are
+    equal at this resolution, and the sentence counts it apart from the open ones. The open rows' widest bound is
+    given per position scheme, so a wide sinusoidal interval does not speak for the learned rows (bounds by hand)."""
+    sin = {"task.name": "reverse", "model.d": 32, "model.position.scheme": "sinusoidal"}
+    rows = [
+        row("concat_split vs add", "concat_split", "add", -0.004, 0.006, NOT_SUPPORTED, a_runs=["1"], b_runs=["2"]),
+        row("concat_split vs add", "concat_split", "add", -0.014, 0.007, INCONCLUSIVE, a_runs=["3"], b_runs=["4"]),
+        row("concat_split vs add", "concat_split", "add", -0.075, 0.221, INCONCLUSIVE, a_runs=["5"], b_runs=["6"],
+            where=sin),
+        row("add vs concat_split", "add", "concat_split", -0.006, 0.004, NOT_SUPPORTED, a_runs=["2"], b_runs=["1"]),
+        row("add vs concat_split", "add", "concat_split", -0.007, 0.014, INCONCLUSIVE, a_runs=["4"], b_runs=["3"]),
+        row("add vs concat_split", "add", "concat_split", -0.221, 0.075, INCONCLUSIVE, a_runs=["6"], b_runs=["5"],
+            where=sin),
+    ]  # fmt: skip
+    text = answer_sentences([claim("C6", INCONCLUSIVE, rows)])[0]["text"]
+    assert text.startswith("At the same width, neither side won beyond its interval on any of 3 comparisons: 1 was "
+                           "equal within the margin, and the other 2 differ by at most ")  # fmt: skip
+    assert text.endswith("1.4 pp accuracy with learned positions and 22.1 pp accuracy with sinusoidal ones")
+    # with a win, the equal one is still counted apart
+    rows[1] = {**rows[1], "verdict": SUPPORTED, "lo": 0.01, "hi": 0.03}
+    text = answer_sentences([claim("C6", SUPPORTED, rows)])[0]["text"]
+    assert text.endswith("; 1 was equal within the margin; the other differs by at most 22.1 pp accuracy")

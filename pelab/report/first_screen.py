@@ -88,9 +88,24 @@ def at_most(rows: Rows) -> str:
     return " or ".join(size_text(r, w) for w, r in widest.values())
 
 
+def by_scheme(rows: Rows) -> str:
+    """``at_most`` of the rows, per position scheme where they have several ("2.1 pp accuracy with learned positions
+    and 24.4 pp accuracy with sinusoidal ones"): one scheme's wide interval should not speak for the other's."""
+    schemes: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        schemes.setdefault(str(r.get("where", {}).get("model.position.scheme", "")), []).append(r)
+    parts = [(name, at_most(rs)) for name, rs in schemes.items()]
+    parts = [(name, bound) for name, bound in parts if bound]
+    if len(parts) < 2 or not all(name for name, _ in parts):
+        return at_most(rows)
+    said = [f"{bound} with {name} positions" if i == 0 else f"{bound} with {name} ones" for i, (name, bound) in
+            enumerate(sorted(parts, key=lambda p: len(schemes[p[0]]), reverse=True))]  # fmt: skip
+    return ", ".join(said[:-1]) + f" and {said[-1]}"
+
+
 def _rest(rows: Rows, decided: int) -> str:
     """ "; the other 3 differ by at most 3.1 pp accuracy" for the rows no verdict decided, or ""."""
-    bound = at_most(rows)
+    bound = by_scheme(rows)
     if not bound:
         return ""
     if len(rows) == 1:
@@ -125,16 +140,24 @@ def directional(
     # one-way families: B ahead beyond the interval is what the resolution's oriented interval says
     behind = [r for r in rows if not backward and r.get("resolution") and r["resolution"]["hi"] < 0]
     lost = [r for r in rows if flipped(r) in lost_pairs or r in behind]
-    rest = [r for r in rows if r not in won and r not in lost]
+    # refuted without B winning: the interval lies inside the margin, so the arms are equal at this resolution
+    tied = [r for r in rows if r["verdict"] == NOT_SUPPORTED and r not in lost]
+    rest = [r for r in rows if r not in won and r not in lost and r not in tied]
+    equal = f"{len(tied)} {'was' if len(tied) == 1 else 'were'} equal within the margin" if tied else ""
     if not won and not lost and not any(r["verdict"] == SUPPORTED for r in back):
         text = f"{what}, neither side won beyond its interval on any of {len(rows)} comparisons"
+        if equal:
+            text += f": {equal}"
+            return text + _rest(rest, len(tied)).replace("; the other", ", and the other", 1), claim.verdict
         return text + _rest(rest, 0), claim.verdict
     text = f"{what}, {a_won} on {wins_text(rows, floor)}"
     if backward:
         text += f", and {b_won} on {wins_text(back, floor)}"
     elif lost:
         text += f", and {b_won} on {len(lost)}"
-    return text + _rest(rest, len(won) + len(lost)), claim.verdict
+    if equal:
+        text += f"; {equal}"
+    return text + _rest(rest, len(won) + len(lost) + len(tied)), claim.verdict
 
 
 def equivalence(claim: Any, name: str, what: str) -> tuple[str, str] | None:

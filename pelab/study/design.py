@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pelab.config import TASK_DECIDES
 from pelab.errors import PelabError
 from pelab.files import write_atomic
 from pelab.study.grid import Study, seed_sequence, with_seeds
@@ -134,6 +135,8 @@ def arm_names(study: Study) -> dict[str, str]:
         alike = [a for a, n in names.items() if n == name]
         keys = sorted({k for a in alike for k in flats[a]} - set(study.axes))
         differ = [k for k in keys if len({str(flats[a].get(k)) for a in alike}) > 1]
+        if any(k.startswith("task.") for k in differ):  # the model keys a task sets follow from its settings
+            differ = [k for k in differ if not (k.startswith("model.") and k.removeprefix("model.") in TASK_DECIDES)]
         for a in alike:
             names[a] = f"{name}, " + ", ".join(f"{k.rsplit('.', 1)[-1]}={flats[a].get(k)}" for k in differ)
     twice = {n for n in names.values() if list(names.values()).count(n) > 1}

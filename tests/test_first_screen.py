@@ -153,6 +153,21 @@ def test_claim_lines_are_short_and_carry_the_verdict() -> None:
     assert "within ±3.1 pp accuracy" in claim_line(claims[2])
 
 
+def test_a_claim_not_run_whose_other_half_ran_says_both() -> None:
+    """C4 in quick: its 'removing them costs' half needs untied arms (full only), its shares half ran and is open.
+    The claim is 'not run' by its rule; its line names the command first, then the measured half's resolution,
+    never a bare resolution beside 'not run'."""
+    from pelab.report.first_screen import short_figure
+
+    c = claim("C4", NOT_RUN, [])
+    c.halves = {"cross terms carry ≥ 10%": INCONCLUSIVE, "removing them costs": NOT_RUN}
+    c.open = True
+    c.resolution = {"text": "its undecided comparison lies within ±17.6 pp cross-term share at 95%"}
+    assert short_figure(c) == (
+        "pelab study --preset full runs the rest; cross terms carry ≥ 10%: 1 undecided, within ±17.6 pp cross-term share"
+    )
+
+
 def test_compact_cells_keep_their_full_text_in_the_notes() -> None:
     long = "within ±72.1% of B's held-out loss at 95% (A better by at most 24.8%, B by at most 72.1%)"
     t = compact("A family — Holm–Bonferroni across 4 comparisons", ["place", "resolution"], [["d=32", long]] * 2)

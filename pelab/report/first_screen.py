@@ -247,6 +247,10 @@ def short_figure(c: Any) -> str:
     """The number behind a claim's verdict in a few words: an open claim's resolution, how many comparisons bear
     it out, or (no comparisons) the first clause of its key figure; "" for a claim that has no number."""
     rows = tested(c.rows)
+    if c.verdict == NOT_RUN and c.open and c.resolution:  # a half ran and is open; the claim waits on the other
+        measured = [h for h, v in (c.halves or {}).items() if v == INCONCLUSIVE]
+        what = f"{measured[0]}: " if len(measured) == 1 else "measured here: "
+        return f"{FULL_COMMAND} runs the rest; {what}{short_resolution(c.resolution['text'])}"
     if c.open and c.resolution:
         return short_resolution(c.resolution["text"])
     if rows and c.verdict in (SUPPORTED, NOT_SUPPORTED):

@@ -16,7 +16,7 @@ from pelab.report.context import ReportContext
 from pelab.report.evidence import arms_table
 from pelab.report.figures import arms_plot
 from pelab.report.registry import CHAIN, ClaimResult, Figure
-from pelab.report.tables import learned_rows, level_cell, places, row_records, runs_of, used_metrics
+from pelab.report.tables import interval_words, learned_rows, places, row_records, runs_of, used_metrics
 from pelab.rules import (
     INCONCLUSIVE,
     NO_INFO,
@@ -130,7 +130,7 @@ def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: 
     where = next(place for r, place in zip(fam.rows, places(fam, keys), strict=True) if r is row)
     verdict = (says or {}).get(row.verdict, row.verdict)
     assert row.test is not None
-    evidence = "; ".join([f"{difference_text(row.test, row.interval)} ({level_cell(row)} interval)", *row.notes])
+    evidence = "; ".join([f"{difference_text(row.test, row.interval)} ({interval_words(row)})", *row.notes])
     if not c.learned(floor):
         won, lost = (c.a, c.b) if c.a.learned(floor) else (c.b, c.a)
         seeds = list(lost.of("acc").values())

@@ -18,7 +18,7 @@ from pelab.report.claims.c18_causal_nope import NOPE, _text_frame
 from pelab.report.context import ReportContext
 from pelab.report.evidence import compare
 from pelab.report.registry import CHAIN, ClaimResult, Section, Table
-from pelab.report.tables import level_cell
+from pelab.report.tables import interval_words
 from pelab.rules import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, Family, difference_text, family
 from pelab.study.stats import t_interval
 
@@ -162,7 +162,7 @@ def _family_cell(fam: Family | None) -> str:
                          for r in fam.rows[:3])  # fmt: skip
     return "; ".join(f"{r.comparison.a.label} vs {r.comparison.b.label} ({r.comparison.place(['task.name'])}; "
                      f"{r.comparison.a.params:,} vs {r.comparison.b.params:,} params): "
-                     + "; ".join([f"{difference_text(r.test, r.interval)} ({level_cell(r)} interval)", *r.notes])
+                     + "; ".join([f"{difference_text(r.test, r.interval)} ({interval_words(r)})", *r.notes])
                      for r in rows[:3] if r.test is not None)  # fmt: skip
 
 

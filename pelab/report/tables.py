@@ -75,6 +75,15 @@ def level_cell(row: Row) -> str:
     return text
 
 
+def interval_words(row: Row) -> str:
+    """ "95% interval", "98.75% (Holm) interval", and with sequential seeds "...; read at 96.35%, its last look's
+    nominal level": what a key figure's parenthesis says of its interval."""
+    text = ("95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)") + " interval"
+    if row.test is not None and row.test.looks is not None:
+        text += f"; read at {100 * row.test.read_level(row.level):.2f}%, its last look's nominal level"
+    return text
+
+
 def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict[str, str] | None = None) -> Table:
     """One row per comparison: held-equal keys, both arms (accuracy, and the deciding metric when it is
     another), the metric that decided, the paired difference at the level that decided it, size, verdict."""

@@ -164,7 +164,8 @@ def test_a_claim_not_run_whose_other_half_ran_says_both() -> None:
     c.open = True
     c.resolution = {"text": "its undecided comparison lies within ±17.6 pp cross-term share at 95%"}
     assert short_figure(c) == (
-        "pelab study --preset full runs the rest; cross terms carry ≥ 10%: 1 undecided, within ±17.6 pp cross-term share"
+        "pelab study --preset full runs the rest; cross terms carry ≥ 10%: "
+        "1 undecided, within ±17.6 pp cross-term share"
     )
 
 

@@ -118,6 +118,21 @@ def test_below_floor_arm_does_not_count_beside_learned_ones() -> None:
     assert f.verdict == NOT_SUPPORTED and [r.verdict for r in f.rows] == [TOO_SMALL, NOT_SUPPORTED]
 
 
+def test_one_arm_below_the_floor_takes_no_part_unless_its_failure_is_the_claim() -> None:
+    """SCIENCE.md: "a verdict is only drawn from arms that learned their task". A comparison where one arm learned
+    and the other did not is budget too small (shown, with which arm), whichever way it points; a claim whose
+    content is that one arm fails (C18's NoPE, C19's added codes) counts it on the paired interval."""
+    learned, failed = arm("a", [0.95, 0.96, 0.94, 0.95, 0.96]), arm("b", [0.50, 0.55, 0.52, 0.51, 0.53])
+    f = family([comp(learned, failed)], ["acc"], FLOOR, MARGIN)
+    assert f.verdict == TOO_SMALL
+    assert f.rows[0].skipped == ["b below the floor (a verdict needs both arms to have learned)"]
+    assert family([comp(failed, learned)], ["acc"], FLOOR, MARGIN).verdict == TOO_SMALL
+    assert family([comp(learned, failed)], ["acc"], FLOOR, MARGIN, failure_is_evidence=True).verdict == SUPPORTED
+    assert family([comp(failed, learned)], ["acc"], FLOOR, MARGIN, failure_is_evidence=True).verdict == NOT_SUPPORTED
+    both_low = comp(arm("a", [0.5, 0.6, 0.55]), arm("b", [0.3, 0.35, 0.31]))
+    assert family([both_low], ["acc"], FLOOR, MARGIN, failure_is_evidence=True).verdict == TOO_SMALL
+
+
 def test_ceiling_falls_back_to_loss() -> None:
     # Both at 100% accuracy; A's held-out loss is clearly lower: decided on loss, not on the ceiling.
     a = arm("a", [1.0] * 4, [0.010, 0.012, 0.011, 0.013])

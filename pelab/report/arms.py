@@ -106,8 +106,9 @@ def arm_figure(ctx: ReportContext, frame: pd.DataFrame, task: str, name: str, ti
 
 def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: dict[str, str] | None = None) -> str:
     """The key figure: the most telling learned comparison. SCIENCE.md: key figures never quote an arm below the
-    floor. A family keeps rows where one arm failed (``FLOOR_POLICY``), so the key prefers a row whose arms
-    both learned, and where only a row with one arm failed decides, it gives the paired difference that decided
+    floor. A family whose claim counts an arm's failure (``FLOOR_POLICY``'s exception) keeps rows where one arm
+    failed, so the key prefers a row whose arms both learned, and where only a row with one arm failed decides,
+    it gives the paired difference that decided
     (the evidence) and says which arm is below the floor, without either arm's own level. ``says`` puts a row's
     verdict in words where the claim itself has none (a reported claim's row verdict is about "A better", which
     "not supported" alone would misstate)."""

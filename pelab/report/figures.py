@@ -152,7 +152,7 @@ def curves_plot(path: Path, curves: dict[str, list[list[dict[str, float]]]], tit
 
 def gap_plot(path: Path, points: dict[str, list[tuple]], title: str, ylabel: str) -> Path:
     """Paired difference (with interval) against width, one line per series. A point may carry a fifth value,
-    whether it takes part in verdicts (an arm learned, ``rules.FLOOR_POLICY``): points that do not are drawn
+    whether it takes part in verdicts (``rules.FLOOR_POLICY``): points that do not are drawn
     hollow, so no one reads them as evidence."""
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     hollow_seen = False

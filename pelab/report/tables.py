@@ -230,5 +230,5 @@ def runs_of(*families: Family) -> list[str]:
 
 
 def learned_rows(fam: Family) -> list[Row]:
-    """Rows that entered the verdict: an arm above the floor (``rules.FLOOR_POLICY``)."""
+    """Rows that entered the verdict (``rules.FLOOR_POLICY``)."""
     return [r for r in fam.rows if r.verdict != TOO_SMALL]

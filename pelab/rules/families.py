@@ -58,11 +58,13 @@ def _p_for(kind: Kind, t: Test, margin: float, combine: str) -> float:
 
 @dataclass(frozen=True)
 class Evidence:
-    """One comparison ready for a rule: whether its arms learned, and its tests in the claim's metric order."""
+    """One comparison ready for a rule: whether it enters (``FLOOR_POLICY``), its tests in the claim's metric order,
+    and, where it does not enter, why."""
 
     comparison: Comparison
     learned: bool
     tests: tuple[Test, ...]
+    why: str = "both arms below the floor"
 
 
 def chain_for(c: Comparison, chain: Sequence[str]) -> tuple[str, ...]:
@@ -73,32 +75,53 @@ def chain_for(c: Comparison, chain: Sequence[str]) -> tuple[str, ...]:
     return tuple(chain)
 
 
-def evidence(comparisons: Sequence[Comparison], chain: Sequence[str], floor: float) -> list[Evidence]:
+def evidence(
+    comparisons: Sequence[Comparison], chain: Sequence[str], floor: float, failure_is_evidence: bool = False
+) -> list[Evidence]:
     """Paired tests of every comparison on each metric of ``chain``; whether it enters is ``FLOOR_POLICY``."""
     return [
-        Evidence(c, enters(c, floor), tuple(paired_test(c, metric(k)) for k in chain_for(c, chain)))
+        Evidence(
+            c,
+            enters(c, floor, failure_is_evidence),
+            tuple(paired_test(c, metric(k)) for k in chain_for(c, chain)),
+            below_floor(c, floor),
+        )
         for c in comparisons
     ]
 
 
-def enters(c: Comparison, floor: float) -> bool:
-    """``FLOOR_POLICY``: whether a comparison takes part in a verdict (at least one arm learned)."""
-    return c.a.learned(floor) or c.b.learned(floor)
+def enters(c: Comparison, floor: float, failure_is_evidence: bool = False) -> bool:
+    """``FLOOR_POLICY``: whether a comparison takes part in a verdict: both arms learned; or, for a claim whose
+    content is that one arm fails (``failure_is_evidence``), at least one did."""
+    if failure_is_evidence:
+        return c.a.learned(floor) or c.b.learned(floor)
+    return c.a.learned(floor) and c.b.learned(floor)
 
 
-#: The one floor policy of every verdict family. A comparison enters when at least one of its arms learned (is
-#: above the study's floor): an arm that failed where its pair learned is evidence against that arm, and dropping
-#: the row as "budget too small" would hide it (SCIENCE.md, C2: "none may be dropped"; C18's masked NoPE and
-#: C19's added grid fail by the claim's own account). Only a comparison where neither arm learned says nothing
-#: but that the budget was too small. The row is then decided like any other, on the paired interval of its first
-#: informative metric, so an arm just under the floor beside one just over it is no win unless the interval says
-#: so. Key figures still quote only rows whose arms both learned where there are any (``key_of``). C3's width
-#: series follow it too (a width enters when an arm learned). Measures of what a model learned (C2's overlap,
-#: C4's shares, C8's and C10's probes) are a different matter: they are taken only on runs that learned, since a
-#: model that learned nothing has no learned structure to measure.
+def below_floor(c: Comparison, floor: float) -> str:
+    """Which arm kept a comparison out, in words: "both arms below the floor", "add + 40 below the floor"."""
+    down = [s.label for s in (c.a, c.b) if not s.learned(floor)]
+    if len(down) == 2:
+        return "both arms below the floor"
+    if down:
+        return f"{down[0]} below the floor (a verdict needs both arms to have learned)"
+    return ""
+
+
+#: The one floor policy of every verdict family (SCIENCE.md: "a verdict is only drawn from arms that learned their
+#: task"). A comparison enters when both of its arms learned (are above the study's floor); one where an arm did
+#: not is shown, marked "budget too small", and takes no part: a win over an arm that had not learned says how fast
+#: each arm learns at this budget, not how well. The exception is a claim whose content is that one arm fails where
+#: the other learns (``failure_is_evidence``: C18's NoPE language models, C19's added 2-D codes, which cap the
+#: which-cell task below the floor by construction, and the published results that make the same prediction):
+#: there a comparison enters when at least one arm learned, and the failure counts against the arm on the paired
+#: interval like any other difference. Measures of what a model learned (C2's overlap, C4's shares, C8's and C10's
+#: probes) are taken only on runs that learned, since a model that learned nothing has no learned structure to
+#: measure.
 FLOOR_POLICY = (
-    "a comparison enters when at least one arm is above the floor (an arm that failed where its pair learned "
-    "counts against it, on the paired interval like any other); one where neither learned is budget too small"
+    "a comparison enters when both arms are above the floor; one where an arm is below it is shown as budget too "
+    "small and takes no part, except in claims whose content is that one arm fails where the other learns (C18, "
+    "C19), where an arm that failed where its pair learned counts against it on the paired interval"
 )
 
 
@@ -124,9 +147,10 @@ def family(
     kind: Kind = "better",
     combine: Literal["any", "all"] = "any",
     alpha: float = ALPHA,
+    failure_is_evidence: bool = False,
 ) -> Family:
     """Decide every comparison on the first informative metric of ``chain`` and combine them (``decide``)."""
-    return decide(evidence(comparisons, chain, floor), margin, kind, combine, alpha)
+    return decide(evidence(comparisons, chain, floor, failure_is_evidence), margin, kind, combine, alpha)
 
 
 def decide(
@@ -138,7 +162,7 @@ def decide(
 ) -> Family:
     """The family rule of SCIENCE.md.
 
-    * Rows where neither arm learned are ``TOO_SMALL`` and take no part (``FLOOR_POLICY``).
+    * Rows that do not enter (``FLOOR_POLICY``: an arm below the floor) are ``TOO_SMALL`` and take no part.
     * Rows where no test carries information are ``NO_INFO`` and take no part; otherwise the first
       informative test decides the row (the metrics before it are listed as skipped, with why).
     * ``combine="any"`` (A beats B on *some* comparison): Holm–Bonferroni across the informative rows;
@@ -154,7 +178,7 @@ def decide(
     for item in items:
         c = item.comparison
         if not item.learned:
-            rows.append(Row(c, TOO_SMALL, skipped=["both arms below the floor"]))
+            rows.append(Row(c, TOO_SMALL, skipped=[item.why or "both arms below the floor"]))
             continue
         skipped = [t.info for t in item.tests if t.info is not None]
         t = next((t for t in item.tests if t.info is None), None)

@@ -43,8 +43,8 @@ def rule_c3(series: list[Evidence], margin: float) -> Family:
 def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float) -> Evidence:
     """C3's evidence on one width series (concat_split against add, narrowest width first).
 
-    Only widths at which an arm learned enter (``FLOOR_POLICY``: add failing where concat_split learned is the
-    largest penalty there is); the narrowest and the widest of them are compared.
+    Only widths at which both arms learned enter (``FLOOR_POLICY``); the narrowest and the widest of them are
+    compared.
     Per seed and on each metric of CHAIN, the *add penalty* (concat_split better than add, so positive =
     adding hurts) at the narrowest width minus the penalty at the widest: positive = the penalty shrank as d
     grew. The direction is fixed before looking at the data, by the claim itself (adding interferes, less so in

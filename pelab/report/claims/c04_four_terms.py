@@ -37,8 +37,8 @@ CROSS_SHARE = 0.10
 
 def c4_families(comps: list[Comparison], floor: float, margin: float) -> tuple[Family, Family]:
     """C4's half 2 both ways over add (A) against untied (B): "removing them costs" (add better) and "removing
-    them helps" (untied better), each Holm-corrected. Under the one floor policy (``FLOOR_POLICY``), untied
-    failing a task add solves is a cost of removing the cross terms, and the other way round a help."""
+    them helps" (untied better), each Holm-corrected, on the comparisons whose arms both learned
+    (``FLOOR_POLICY``)."""
     cost = family(comps, CHAIN, floor, margin, kind="better", combine="any")
     helps = family(swapped(comps), CHAIN, floor, margin, kind="better", combine="any")
     return cost, helps
@@ -100,8 +100,8 @@ def _plan_c4(ctx: ReportContext) -> None:
     f"{CROSS_SHARE:.0%} of the within-query logit variance, beyond the 95% interval over seeds, in every add arm "
     "(every task, scheme and width) that learned (floor {floor}); (2) removing them costs: add beats untied "
     "attention (cross terms dropped) beyond the Holm-corrected interval on some comparison, and untied beats add "
-    "on none (a general statement: one comparison where removing them helps refutes it); an arm that did not learn "
-    "where the other did counts against it (the one floor policy); supported when both halves hold, not "
+    "on none (a general statement: one comparison where removing them helps refutes it), on comparisons whose "
+    "arms both learned; supported when both halves hold, not "
     "supported when either fails",
     metrics=CHAIN,
     plan=_plan_c4,

@@ -21,8 +21,8 @@ from pelab.rules import LOSS_FLOOR, Comparison, Family, family, swapped
 
 
 def rule_c6(comps: list[Comparison], floor: float, margin: float) -> Family:
-    """C6: concat_split beats add at equal width on *some* comparison (Holm across them). Add failing where
-    concat_split learned is the win the claim speaks of (``FLOOR_POLICY``)."""
+    """C6: concat_split beats add at equal width on *some* comparison (Holm across them), among comparisons whose
+    arms both learned (``FLOOR_POLICY``): a win over an arm that had not learned says how fast each learns."""
     return family(comps, CHAIN, floor, margin, kind="better", combine="any")
 
 

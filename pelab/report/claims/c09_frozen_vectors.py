@@ -18,9 +18,9 @@ from pelab.rules import NOT_RUN, Comparison, Family, family
 
 def rule_c9(comps: list[Comparison], floor: float, margin: float) -> Family:
     """C9: concatenation beats addition at equal width (concat_split against add at d, concat_wide against add at
-    d + d_position) on some comparison, beyond the Holm-corrected interval, under the one floor policy
-    (``FLOOR_POLICY``). Every C9 arm sits near the 80% floor on a 50%-chance task, so which side of the floor an
-    arm lands on is close to noise; that only decides whether a row enters, and the paired interval decides it."""
+    d + d_position) on some comparison, beyond the Holm-corrected interval, among comparisons whose arms both
+    learned (``FLOOR_POLICY``). Every C9 arm sits near the 80% floor on a 50%-chance task, so a row with an arm
+    below it is budget too small, however its interval lies."""
     return family(comps, CHAIN, floor, margin, kind="better", combine="any")
 
 

@@ -70,13 +70,14 @@ def rule_c18(causal: Sequence[Comparison], masked: Sequence[Comparison], floor: 
       relative margin, on every comparison. SCIENCE.md's "or trailing it by a stated amount with interval" is
       what the report states beside the verdict (the gap, with its interval), not a way for the half to hold:
       read as holding, it would pass any causal model that uses its context at all, and "close" would never be
-      tested. A NoPE model that did not learn where the best did fails the half (``FLOOR_POLICY``);
+      tested. A NoPE model that did not learn where the best did fails the half: the claim is about whether NoPE
+      learns, so its failure is evidence (``FLOOR_POLICY``'s exception);
     * masked (best with positions = A, NoPE = B): NoPE is *far* worse: the best beats it by more than the ±2%
       margin, beyond the interval, on every comparison.
 
     Returns the verdict (``combine_halves``), the causal family (each row's gap in words as its last note,
     ``GAP_WORDS``) and the masked family."""
-    causal_fam = family(causal, ("bpb",), floor, margin, kind="not_worse", combine="all")
+    causal_fam = family(causal, ("bpb",), floor, margin, kind="not_worse", combine="all", failure_is_evidence=True)
     for row in causal_fam.rows:
         if row.verdict != TOO_SMALL:
             learned = row.comparison.a.learned(floor)
@@ -88,7 +89,7 @@ def rule_c18(causal: Sequence[Comparison], masked: Sequence[Comparison], floor: 
                 side = "trails the best beyond the margin" if capped[0].startswith("outside") else "within the margin"
                 words = f"NoPE {side} on {row.test.n} seeds; the rule needs ≥ {MIN_EQUIVALENCE_SEEDS} to decide"
             row.notes.append(words if learned else "NoPE did not learn where the best did")
-    masked_fam = family(masked, ("bpb",), floor, margin, kind="beyond_margin", combine="all")
+    masked_fam = family(masked, ("bpb",), floor, margin, kind="beyond_margin", combine="all", failure_is_evidence=True)
     return combine_halves(causal_fam.verdict, masked_fam.verdict), causal_fam, masked_fam
 
 

@@ -33,8 +33,9 @@ def grid_frame(ctx: ReportContext) -> pd.DataFrame:
 def rule_c19(comps: list[Comparison], floor: float, margin: float) -> Family:
     """C19: concatenated row/column halves (A) beat the same encodings added (B), beyond the Holm-corrected
     interval, on some comparison. An added table that cannot tell (r, c) from (c, r) is capped below the floor on
-    a task that asks which cell (5/8 on a 4×4 grid); that failure is the claim's point (``FLOOR_POLICY``)."""
-    return family(comps, CHAIN, floor, margin, kind="better", combine="any")
+    a task that asks which cell (5/8 on a 4×4 grid); that failure is the claim's point (``FLOOR_POLICY``'s
+    exception: an arm failing where its pair learned counts)."""
+    return family(comps, CHAIN, floor, margin, kind="better", combine="any", failure_is_evidence=True)
 
 
 def collision_rows(ctx: ReportContext) -> list[list[str]]:

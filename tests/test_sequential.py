@@ -132,6 +132,30 @@ def test_a_family_read_sequentially_says_so_and_is_stricter() -> None:
     assert any("nominal level is 9" in n and "before any Holm correction" in n for n in seq.rows[0].notes)
 
 
+def test_a_comparison_decided_at_a_look_is_not_reopened_by_seeds_bought_for_another() -> None:
+    """The group-sequential procedure stops a comparison at the look where it is decided. Its arms may still get
+    seeds later (another open comparison reads them); those do not reopen it. Planted: a clear win on the first 5
+    seeds, then 3 seeds the other way, so that read on all 8 the interval spans 0 (quick's C6 on lookup)."""
+    win = [0.06, 0.05, 0.07, 0.06, 0.05]
+    a = Side("a", {"acc": {i: 0.90 + d for i, d in enumerate(win + [-0.15, -0.12, -0.14])}})
+    b = Side("b", {"acc": dict.fromkeys(range(8), 0.90)})
+    looks = sq.Looks((5, 8), 8, "pocock")
+    seq = family([Comparison({"task": "t"}, a, b, looks)], ["acc"], 0.5, MARGIN)
+    assert seq.verdict == SUPPORTED and seq.rows[0].test.n == 5 and seq.rows[0].test.looks.counts == (5,)
+    assert any(n.startswith("decided at the look at 5 seeds") for n in seq.rows[0].notes)
+    # by hand: the first look's interval at Pocock's nominal level for looks at 5 of 8 seeds
+    nominal = sq.nominal_alpha(0.05, (5,), 8, "pocock")
+    half = st.t.isf(nominal / 2, 4) * np.std(win, ddof=1) / math.sqrt(5)
+    assert seq.rows[0].interval == pytest.approx((np.mean(win) - half, np.mean(win) + half))
+    # read on every seed at the last look (what the report did before), the same comparison is open
+    every = family([Comparison({"task": "t"}, a, b, sq.Looks((8,), 8, "pocock"))], ["acc"], 0.5, MARGIN)
+    assert every.verdict == INCONCLUSIVE
+    # a comparison open at the first look is read at its last
+    slow = Side("a", {"acc": {i: 0.90 + d for i, d in enumerate([0.02, -0.01, 0.03, 0.0, 0.01, 0.02, 0.02, 0.03])}})
+    late = family([Comparison({"task": "t"}, slow, b, looks)], ["acc"], 0.5, MARGIN)
+    assert late.rows[0].test.n == 8 and late.rows[0].test.looks.counts == (5, 8)
+
+
 # --- the procedure, simulated ------------------------------------------------------------------
 @dataclass(frozen=True)
 class Outcome:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from pelab.rules.compare import Comparison, Test, paired_test
+from pelab.rules.compare import Comparison, Side, Test, from_diffs, paired_test
 from pelab.rules.metrics import ALPHA, MIN_EQUIVALENCE_SEEDS, RELATIVE_MARGIN, margin_for, metric
 from pelab.rules.rows import Family, Kind, Row, _capped, _decide, holm, second_opinion
 from pelab.rules.verdicts import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
@@ -160,7 +160,74 @@ def decide(
     combine: Literal["any", "all"] = "any",
     alpha: float = ALPHA,
 ) -> Family:
-    """The family rule of SCIENCE.md.
+    """The family rule of SCIENCE.md (``decide_at_look``), under sequential seeds look by look: a comparison decided
+    (supported or not supported) at a look keeps that look's verdict, interval and seeds, as the group-sequential
+    procedure whose error rate the design controls stops there. Its arms may still get seeds at a later look,
+    when another comparison that reads them is open; reading it again on those would make a decision that had
+    stopped depend on seeds bought for something else (quick's C6 was supported at its first look and silently
+    undone at its second). A comparison never decided is read at its last look. Without a design: one look."""
+    looks = [_looks_of(item) for item in items]
+    depth = max((len(lk.counts) for lk in looks if lk is not None), default=0)
+    if depth <= 1:
+        return decide_at_look(items, margin, kind, combine, alpha)
+    per_look = [
+        decide_at_look([_at_look(item, lk, j) for item, lk in zip(items, looks, strict=True)], margin, kind, combine,
+                       alpha)
+        for j in range(1, depth + 1)
+    ]  # fmt: skip
+    rows = []
+    for i in range(len(items)):
+        stopped = next((f.rows[i] for f in per_look if f.rows[i].verdict in (SUPPORTED, NOT_SUPPORTED)), None)
+        row = stopped or per_look[-1].rows[i]
+        if stopped is not None and stopped is not per_look[-1].rows[i] and stopped.test is not None:
+            row.notes.append(
+                f"decided at the look at {stopped.test.n} seeds; seeds its arms got later, for other comparisons, "
+                "do not reopen it"
+            )
+        rows.append(row)
+    last = per_look[-1]
+    return Family(rows, combine_verdicts([r.verdict for r in rows], combine), kind, combine, last.correction)
+
+
+def _looks_of(item: Evidence) -> Looks | None:
+    """The looks a comparison was examined at: its tests' own, else the design's (``looks_for``)."""
+    own = next((t.looks for t in item.tests if t.looks is not None), None)
+    return own or looks_for(item.comparison.a.run_ids, item.comparison.b.run_ids)
+
+
+def _first(side: Side, seeds: set[int]) -> Side:
+    return replace(side, values={k: {s: v for s, v in by.items() if s in seeds} for k, by in side.values.items()})
+
+
+def _at_look(item: Evidence, looks: Looks | None, j: int) -> Evidence:
+    """The evidence as it stood at look ``j``: the first paired seeds of that look (the seeds of a sequential study
+    are one increasing sequence after its listed ones, so a look's seeds are the smallest), each test recomputed on
+    them and read at that look's nominal level. A comparison examined at fewer looks stays at its last."""
+    if looks is None:
+        return item
+    k = min(j, len(looks.counts))
+    n, at = looks.counts[k - 1], Looks(looks.counts[:k], looks.cap, looks.spending)
+    c = item.comparison
+    first = set(sorted(set().union(*[set(v) for v in c.a.values.values()]) &
+                       set().union(*[set(v) for v in c.b.values.values()]))[:n])  # fmt: skip
+    cut = Comparison(c.where, _first(c.a, first), _first(c.b, first), c.looks)
+    tests = []
+    for t in item.tests:
+        again = paired_test(cut, t.metric) if t.metric.key in c.a.values and t.metric.key in c.b.values else None
+        if again is None or (t.info is None and again.n != min(n, t.n)):  # a test built from its own differences
+            again = from_diffs(t.metric, t.diffs[:n], t.info)
+        tests.append(replace(again, looks=at))
+    return Evidence(cut, item.learned, tuple(tests), item.why)
+
+
+def decide_at_look(
+    items: Sequence[Evidence],
+    margin: float,
+    kind: Kind = "better",
+    combine: Literal["any", "all"] = "any",
+    alpha: float = ALPHA,
+) -> Family:
+    """The family rule of SCIENCE.md at one look.
 
     * Rows that do not enter (``FLOOR_POLICY``: an arm below the floor) are ``TOO_SMALL`` and take no part.
     * Rows where no test carries information are ``NO_INFO`` and take no part; otherwise the first

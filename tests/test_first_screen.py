@@ -153,6 +153,22 @@ def test_claim_lines_are_short_and_carry_the_verdict() -> None:
     assert "within ±3.1 pp accuracy" in claim_line(claims[2])
 
 
+def test_a_claims_count_reads_its_deciding_family_alone() -> None:
+    """C7's verdict reads "learned vs sinusoidal"; its learning-speed rows are shown beside for reference, and a
+    "supported" there (learned learned faster) is evidence against "the kind matters little", not for it. The
+    count reads the deciding family alone, and a refuted claim says how many comparisons refute it."""
+    from pelab.report.first_screen import short_figure
+
+    rows = [row("learned vs sinusoidal", "learned", "sinusoidal", 0.2, 0.4, NOT_SUPPORTED),
+            row("learned vs sinusoidal", "learned", "sinusoidal", -0.004, 0.004, SUPPORTED)]  # fmt: skip
+    rows += [row("learning speed, learned vs sinusoidal", "learned", "sinusoidal", 0.1, 0.3, SUPPORTED)] * 4
+    c = claim("C7", NOT_SUPPORTED, rows)
+    c.deciding = "learned vs sinusoidal"
+    assert short_figure(c) == "1 of 2 comparisons refute it"
+    c.verdict = SUPPORTED
+    assert short_figure(c) == "1 of 2 comparisons support it"
+
+
 def test_a_claim_not_run_whose_other_half_ran_says_both() -> None:
     """C4 in quick: its 'removing them costs' half needs untied arms (full only), its shares half ran and is open.
     The claim is 'not run' by its rule; its line names the command first, then the measured half's resolution,

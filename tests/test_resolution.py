@@ -152,6 +152,12 @@ def test_a_claims_resolution_is_the_widest_undecided_row() -> None:
     decided = claim_resolution(records[1:], INCONCLUSIVE)
     assert decided is not None and decided["of"] == "all" and decided["text"].startswith("its comparison lies within ±")
     assert claim_resolution([{**records[0], "resolution": None}], INCONCLUSIVE) is None
+    # a comparison read both ways (C6's two families: the same runs, A and B exchanged) counts once
+    one = {**records[0], "a_runs": ["r1"], "b_runs": ["r2"]}
+    mirror = {**records[0], "a_runs": ["r2"], "b_runs": ["r1"], "family": "y"}
+    other = {**records[0], "a_runs": ["r3"], "b_runs": ["r2"]}
+    assert claim_resolution([one, mirror], INCONCLUSIVE)["rows"] == 1
+    assert claim_resolution([one, mirror, other], INCONCLUSIVE)["rows"] == 2
 
 
 # --- the summary and the headline ---------------------------------------------------------

@@ -118,14 +118,14 @@ def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: 
     if not rows:
         if any(r.verdict == NO_INFO for r in fam.rows):
             return "no information: every learned comparison at a ceiling"
-        return "no comparison with an arm above the floor"
+        return "no comparison whose arms learned"
     # The most telling row: one that carries the family's verdict (a "not supported" is shown by the row that
     # refutes), then the smallest p-value, a scale-free choice across accuracy and relative loss.
     deciding = [r for r in rows if r.verdict == fam.verdict] or rows
     deciding = [r for r in deciding if r.comparison.learned(floor)] or deciding
     row = min(deciding, key=lambda r: (math.isnan(r.p), r.p)) if best else deciding[0]
     both = sum(r.comparison.learned(floor) for r in rows)
-    more = (f" ({len(rows)} informative comparisons with an arm above the floor, {both} of them with both; "
+    more = (f" ({len(rows)} informative comparisons that entered, {both} of them with both arms above the floor; "
             f"{fam.correction.split(' (')[0]})" if len(rows) > 1 else "")  # fmt: skip
     c = row.comparison
     where = next(place for r, place in zip(fam.rows, places(fam, keys), strict=True) if r is row)
@@ -150,6 +150,7 @@ def _finish(r: ClaimResult, ctx: ReportContext, families: dict[str, Family]) -> 
     r.metric = used_metrics(next(iter(families.values())))
     r.run_ids = runs_of(*families.values())
     r.rows = [rec for label, fam in families.items() for rec in row_records(fam, label)]
+    r.deciding = next(iter(families))
 
 
 def arm_frame(ctx: ReportContext) -> pd.DataFrame:

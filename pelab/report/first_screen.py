@@ -246,15 +246,18 @@ def short_resolution(text: str) -> str:
 def short_figure(c: Any) -> str:
     """The number behind a claim's verdict in a few words: an open claim's resolution, how many comparisons bear
     it out, or (no comparisons) the first clause of its key figure; "" for a claim that has no number."""
-    rows = tested(c.rows)
+    deciding = getattr(c, "deciding", "")
+    rows = tested([r for r in c.rows if not deciding or r.get("family") == deciding])
     if c.verdict == NOT_RUN and c.open and c.resolution:  # a half ran and is open; the claim waits on the other
         measured = [h for h, v in (c.halves or {}).items() if v == INCONCLUSIVE]
         what = f"{measured[0]}: " if len(measured) == 1 else "measured here: "
         return f"{FULL_COMMAND} runs the rest; {what}{short_resolution(c.resolution['text'])}"
     if c.open and c.resolution:
         return short_resolution(c.resolution["text"])
-    if rows and c.verdict in (SUPPORTED, NOT_SUPPORTED):
+    if rows and c.verdict == SUPPORTED:
         return f"{sum(r['verdict'] == SUPPORTED for r in rows)} of {len(rows)} comparisons support it"
+    if rows and c.verdict == NOT_SUPPORTED:
+        return f"{sum(r['verdict'] == NOT_SUPPORTED for r in rows)} of {len(rows)} comparisons refute it"
     if c.verdict == NOT_RUN:
         return f"{FULL_COMMAND} runs it"
     if c.verdict in (TOO_SMALL, NO_INFO, INCONCLUSIVE):

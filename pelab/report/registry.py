@@ -76,6 +76,9 @@ class ClaimResult:
     halves: dict[str, str] = field(default_factory=dict)
     #: what its rows' intervals establish (``resolution.claim_resolution``): set from ``rows`` once the claim ran
     resolution: dict[str, Any] | None = None
+    #: the family (``rows``' "family") whose rows the verdict reads, where others are shown beside it for reference
+    #: (C7's learning speed and rotary rows): counts of comparisons that bear the verdict out read it alone
+    deciding: str = ""
 
     @property
     def open(self) -> bool:

@@ -123,6 +123,21 @@ def resolve(
     return Resolution(reading, level, lo, hi, within, a_most, b_most, needed, text, m.label, size_text(m, within))
 
 
+def _once(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Each pair of arms once: a claim read both ways (C6's "concat_split vs add" and "add vs concat_split") has
+    the same comparison in two families, whose intervals are mirror images; counting both would double it."""
+    seen: set[frozenset[frozenset[str]]] = set()
+    out = []
+    for r in rows:
+        a, b = frozenset(r.get("a_runs", ())), frozenset(r.get("b_runs", ()))
+        key = frozenset((a, b))
+        if a and b and key in seen:
+            continue
+        seen.add(key)
+        out.append(r)
+    return out
+
+
 def claim_resolution(records: Sequence[Mapping[str, Any]], open_verdict: str) -> dict[str, Any] | None:
     """A claim's resolution from its claims.json rows (``claims.row_records``): per deciding metric, the widest
     symmetric bound over the rows still open (verdict ``open_verdict``: inconclusive), or over every row with an
@@ -131,8 +146,8 @@ def claim_resolution(records: Sequence[Mapping[str, Any]], open_verdict: str) ->
     rows = [r for r in records if r.get("resolution")]
     if not rows:
         return None
-    undecided = [r for r in rows if r["verdict"] == open_verdict]
-    chosen = undecided or rows
+    undecided = _once([r for r in rows if r["verdict"] == open_verdict])
+    chosen = undecided or _once(rows)
     widest: dict[str, tuple[float, str, int]] = {}  # metric label -> (bound, its text, rows)
     for r in chosen:
         res = r["resolution"]

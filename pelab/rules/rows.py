@@ -126,7 +126,7 @@ class Family:
     def explain(self) -> str:
         learned = [r for r in self.rows if r.verdict != TOO_SMALL]
         return (
-            f"{len(self.rows)} comparison(s); {len(learned)} with an arm above the floor; "
+            f"{len(self.rows)} comparison(s); {len(learned)} entered (arms above the floor); "
             f"{len(self.tested)} informative; {self.correction}"
         )
 

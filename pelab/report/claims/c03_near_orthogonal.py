@@ -129,7 +129,7 @@ def c3_table(fam: Family, series: dict[str, list[Comparison]], floor: float) -> 
         f"Does the add penalty shrink as d grows? — {fam.explain()}",
         [
             "series",
-            "widths where an arm learned",
+            "widths where both arms learned",
             "add penalty, narrowest",
             "add penalty, widest",
             "narrowest − widest (positive: shrank)",
@@ -152,7 +152,7 @@ def _flip(m: Any) -> Any:
     "So token and position information barely interfere when added, and less so as d grows.",
     "an answer to the question",
     "on every width series (concat_split against add at three or more widths), take the narrowest and the widest "
-    "width at which an arm learned (floor {floor}; fewer than two such widths: budget too small); supported when "
+    "width at which both arms learned (floor {floor}; fewer than two such widths: budget too small); supported when "
     "the add penalty (concat_split better than add) at the narrowest minus the penalty at the widest is above 0 "
     "beyond the interval over paired seeds (the penalty shrinks as d grows); not supported when it grows, or changes "
     "by less than the margin, on some series (Holm); deciding metric: accuracy, then held-out loss",
@@ -198,7 +198,9 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     for row in fam.rows:
         where = row.comparison.where
         if row.test is None:
-            shrink.append(f"{where['series']}: {row.verdict} (widths where an arm learned: {where['widths learned']})")
+            shrink.append(
+                f"{where['series']}: {row.verdict} (widths where both arms learned: {where['widths learned']})"
+            )
             continue
         lo, hi = row.interval
         fmt = row.test.metric.fmt_diff

@@ -32,7 +32,7 @@ def rule_c6(comps: list[Comparison], floor: float, margin: float) -> Family:
     "[x ; p] with a smaller token part (same model width) learns better than x + p.",
     "the question's proposal",
     "supported when concat_split − add is above 0 beyond the Holm-corrected interval on some comparison "
-    "with an arm above the floor of {floor} (add failing where concat_split learned counts as its win); not "
+    "whose arms both learned (floor {floor}; a win over an arm below it is budget too small, not a win); not "
     "supported when every informative comparison has add ahead or the two "
     "within the margin ({margin} accuracy, ±2% relative loss); deciding metric: accuracy, then held-out loss "
     "where accuracy carries no information, then how fast each learned (area under the learning curve) where both "

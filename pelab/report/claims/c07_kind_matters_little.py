@@ -28,8 +28,8 @@ def rule_c7(comps: list[Comparison], floor: float, margin: float) -> Family:
     "Learned and sinusoidal absolute positions give nearly identical results.",
     'Vaswani et al. 2017, "Attention is all you need", Table 3 row (E)',
     "equivalence: supported when learned − sinusoidal (both added) lies within the margin ({margin} accuracy, "
-    "±2% relative loss, at least 0.01 nats) on every comparison with an arm that learned (floor {floor}; one failing "
-    "where the other learned counts, on its paired interval like any other); not supported when it lies wholly "
+    "±2% relative loss, at least 0.01 nats) on every comparison whose arms both learned (floor {floor}; one with an "
+    "arm below it is budget too small); not supported when it lies wholly "
     "outside on some comparison (Holm-corrected); deciding metric: final quality, accuracy then "
     "held-out loss (bits per byte for language models); how fast each learned is shown beside, not deciding",
     metrics=C7_CHAIN,

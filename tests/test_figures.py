@@ -146,7 +146,7 @@ def render(tmp_path: Path, claims: list[SimpleNamespace], **extra: Any) -> tuple
         runs=2,
         done=2,
         failed=0,
-        seeds=[0, 1],
+        seeds="seeds 0, 1 (2 paired seeds per arm)",
         floor=0.8,
         margin=0.01,
         axes=["model.combine"],

@@ -289,3 +289,21 @@ def test_an_equal_pair_is_counted_as_such_and_the_open_rest_is_resolved_per_sche
     rows[1] = {**rows[1], "verdict": SUPPORTED, "lo": 0.01, "hi": 0.03}
     text = answer_sentences([claim("C6", SUPPORTED, rows)])[0]["text"]
     assert text.endswith("; 1 was equal within the margin; the other differs by at most 22.1 pp accuracy")
+
+
+def test_the_seeds_line_says_what_each_arm_got() -> None:
+    """A sequential study lists 5 seeds and adds up to 3 more to some arms: the subtitle and the scale line say
+    "seeds 0–7 (5 to 8 paired seeds per arm, sequential)", not the listed seeds alone."""
+    import pandas as pd
+
+    from pelab.report.summary import seeds_line
+
+    runs = [
+        SimpleNamespace(run_id=f"{arm}{s}", arm_id=arm, seed=s) for arm, n in (("a", 8), ("b", 5)) for s in range(n)
+    ]
+    frame = pd.DataFrame({"run_id": [r.run_id for r in runs], "status": ["done"] * len(runs)})
+    ctx = SimpleNamespace(frame=frame, study=SimpleNamespace(runs=runs, seeds=[0, 1, 2, 3, 4], sequential=object()))
+    assert seeds_line(ctx) == "seeds 0–7 (5 to 8 paired seeds per arm, sequential)"
+    fixed = SimpleNamespace(frame=frame[frame.run_id.str.startswith("b")],
+                            study=SimpleNamespace(runs=runs[8:], seeds=[0, 1, 2, 3, 4], sequential=None))  # fmt: skip
+    assert seeds_line(fixed) == "seeds 0–4 (5 paired seeds per arm)"

@@ -34,7 +34,7 @@ from pelab.report.overview import claim_forests, overview_figure
 from pelab.report.published import published_section
 from pelab.report.registry import Claim, ClaimResult, Figure, Section, Table
 from pelab.report.render import template_env, verdict_split
-from pelab.report.summary import DOC, claims_markdown, not_measured, run_elsewhere, scale
+from pelab.report.summary import DOC, claims_markdown, not_measured, run_elsewhere, scale, seeds_line
 from pelab.rules import ERROR, FLOOR_POLICY
 from pelab.study.design import load_design, reading_under, seeds_text
 
@@ -313,7 +313,7 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
         done=done,
         failed=failed,
         excluded=ctx.excluded,
-        seeds=ctx.study.seeds,
+        seeds=seeds_line(ctx),
         floor=ctx.floor,
         floor_policy=FLOOR_POLICY,
         rate_note=rate_note(ctx.study),

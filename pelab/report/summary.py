@@ -250,10 +250,39 @@ def scale(ctx: ReportContext) -> str:
             tokens[key] = run.train.steps * run.train.batch_size * task.seq_len(task.n)
     lo_p, hi_p = int(done.params.min()), int(done.params.max())
     lo_t, hi_t = min(tokens.values()), max(tokens.values())
+    _, per_arm, how = seeds_used(ctx)
     return (
         f"Scale: models of {lo_p:,}–{hi_p:,} parameters, {lo_t:,}–{hi_t:,} tokens seen per run, "
-        f"{len(ctx.study.seeds)} paired seeds per arm, {len(done)} finished runs. Verdicts hold at this scale only."
+        f"{per_arm} per arm{f' ({how})' if how else ''}, {len(done)} finished runs. Verdicts hold at this scale only."
     )
+
+
+def seeds_line(ctx: ReportContext) -> str:
+    """ "seeds 0–7 (5 to 8 paired seeds per arm, sequential)": the report's subtitle and method line."""
+    seeds, per_arm, how = seeds_used(ctx)
+    runs: list[list[int]] = []
+    for s in seeds:
+        if runs and s == runs[-1][-1] + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    listed = ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+    return f"seeds {listed} ({per_arm} per arm{f', {how}' if how else ''})"
+
+
+def seeds_used(ctx: ReportContext) -> tuple[list[int], str, str]:
+    """The seeds the finished runs used, how many each arm got in words ("5 paired seeds", "5 to 8 paired seeds"),
+    and "sequential" where a sequential study gave arms different counts: its listed seeds are where it starts."""
+    done = set(ctx.frame[ctx.frame.status == "done"].run_id)
+    by_arm: dict[str, set[int]] = {}
+    for run in ctx.study.runs:
+        if run.run_id in done:
+            by_arm.setdefault(run.arm_id, set()).add(run.seed)
+    seeds = sorted(set().union(*by_arm.values())) if by_arm else list(ctx.study.seeds)
+    counts = sorted({len(s) for s in by_arm.values()}) or [len(ctx.study.seeds)]
+    if counts[0] == counts[-1]:
+        return seeds, f"{counts[0]} paired seeds", ""
+    return seeds, f"{counts[0]} to {counts[-1]} paired seeds", "sequential" if ctx.study.sequential else ""
 
 
 def claims_markdown() -> str:

@@ -128,7 +128,8 @@ def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
     # C6 at the same width: 1 of 2 won; the undecided one says its resolution, the widest |bound| (3.1 pp) by hand.
     assert "on 1 of 2 comparisons" in out[0]["text"] and "differs by at most 3.1 pp accuracy" in out[0]["text"]
     assert "differs by at most 2.0 pp accuracy" in out[3]["text"]  # C7: max(|−0.02|, |0.005|)
-    assert "causal ones were behind rotary by 3.0% to 5.0% in held-out loss" in out[4]["text"]  # loss higher: behind
+    # loss higher: behind; the B arm of C18's causal rows is the best scheme of the run
+    assert "causal ones were behind rotary, the best here, by 3.0% to 5.0% in held-out loss" in out[4]["text"]
     assert "not run" in out[2]["text"]
 
 
@@ -307,3 +308,24 @@ def test_the_seeds_line_says_what_each_arm_got() -> None:
     fixed = SimpleNamespace(frame=frame[frame.run_id.str.startswith("b")],
                             study=SimpleNamespace(runs=runs[8:], seeds=[0, 1, 2, 3, 4], sequential=None))  # fmt: skip
     assert seeds_line(fixed) == "seeds 0–4 (5 paired seeds per arm)"
+
+
+def test_the_language_model_sentence_reads_from_the_nope_arm_and_beside_other_schemes() -> None:
+    """C18's causal rows are NoPE (A) against the best (B), its masked rows the best (A) against NoPE (B): both read
+    from NoPE's side. Beside the best, where the same NoPE arm stands against sinusoidal (C7's reference rows)."""
+    nope = {"a_runs": ["n"], "b_runs": ["r"]}
+    causal = row("causal", "none + none", "rotary + none", 0.074, 0.093, NOT_SUPPORTED, metric="bpb", **nope)
+    masked = row("masked", "rotary + none", "none + none", -0.36, -0.32, SUPPORTED, metric="bpb",
+                 a_runs=["mr"], b_runs=["mn"])  # fmt: skip
+    sin = row("none vs sinusoidal", "none + none", "sinusoidal + add", 0.004, 0.010, NOT_SUPPORTED, metric="bpb",
+              a_runs=["n"], b_runs=["s"])  # fmt: skip
+    other = row("none vs sinusoidal", "none + none", "sinusoidal + add", 0.1, 0.2, NOT_SUPPORTED, metric="bpb",
+                a_runs=["m"], b_runs=["s"])  # another NoPE arm (mlm): not this sentence's  # fmt: skip
+    c18 = claim("C18", NOT_SUPPORTED, [causal, masked])
+    c7 = claim("C7", NOT_SUPPORTED, [sin, other])
+    text = answer_sentences([c18, c7])[-1]["text"]
+    assert text == (
+        "Language models without positions: causal ones were behind rotary, the best here, by 7.4% to 9.3% in bits "
+        "per byte, behind sinusoidal by 0.4% to 1.0% in bits per byte; masked ones were behind rotary, the best "
+        "here, by 32.0% to 36.0% in bits per byte"
+    )

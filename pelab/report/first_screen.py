@@ -183,27 +183,45 @@ def arm_name(label: str) -> str:
     return label.removesuffix(" + none")
 
 
-def half_text(half: str, claim: Any) -> str | None:
-    """ "causal ones were behind rotary by 6.5% to 10.2% in bits per byte" from the half's first row with an
-    interval; "masked ones: not run in this study" from its verdict (``ClaimResult.halves``) where it has none."""
+def versus(r: Mapping[str, Any], b: str | None = None) -> str:
+    """ "behind rotary by 6.5% to 10.2% in bits per byte", "ahead of learned by …", "within ±0.9% … of sinusoidal":
+    where the arm without positions stands against the other by the row's interval (oriented: positive, A better;
+    read from B's side where B is that arm, as in C18's masked half)."""
+    lo, hi = r["resolution"]["lo"], r["resolution"]["hi"]
+    if arm_name(r["b"]).startswith("none") and not arm_name(r["a"]).startswith("none"):
+        lo, hi, other = -hi, -lo, arm_name(r["a"])
+    else:
+        other = arm_name(r["b"])
+    b = b or other.split(" + ")[0]  # the scheme: "sinusoidal + add" reads "sinusoidal"
+    if lo > 0:
+        return f"ahead of {b} by {size_text(r, lo).split(' ', 1)[0]} to {size_text(r, hi)}"
+    if hi < 0:
+        return f"behind {b} by {size_text(r, -hi).split(' ', 1)[0]} to {size_text(r, -lo)}"
+    return f"within ±{size_text(r, r['resolution']['within'])} of {b}"
+
+
+def half_text(half: str, claim: Any, beside: Rows = ()) -> str | None:
+    """ "causal ones were behind rotary, the best here, by 6.5% to 10.2% in bits per byte" from the half's first
+    row with an interval, and where ``beside`` holds rows of the same NoPE arm against other schemes (C7's "none vs
+    sinusoidal"), where it stands against those too; "masked ones: not run in this study" from its verdict
+    (``ClaimResult.halves``) where it has none."""
     rows = [r for r in tested(family_rows(claim, half)) if r.get("resolution")]
     if rows:
         r = rows[0]
-        lo, hi, b = r["resolution"]["lo"], r["resolution"]["hi"], arm_name(r["b"])
-        if lo > 0:
-            return f"{half} ones were ahead of {b} by {size_text(r, lo).split(' ', 1)[0]} to {size_text(r, hi)}"
-        if hi < 0:
-            return f"{half} ones were behind {b} by {size_text(r, -hi).split(' ', 1)[0]} to {size_text(r, -lo)}"
-        return f"{half} ones were within ±{size_text(r, r['resolution']['within'])} of {b}"
+        best = arm_name(r["a"] if arm_name(r["b"]).startswith("none") else r["b"])
+        text = f"{half} ones were {versus(r, f'{best}, the best here,')}"
+        nope = pair(r)[0]
+        others = [o for o in tested(beside) if o.get("resolution") and pair(o)[0] == nope and pair(o) != pair(r)]
+        return text + "".join(f", {versus(o)}" for o in others)
     verdict = next((v for name, v in (claim.halves or {}).items() if name.startswith(half)), None)
     return f"{half} ones: {PHRASE.get(verdict, verdict)}" if verdict else None
 
 
-def halves_sentence(claim: Any, what: str) -> tuple[str, str] | None:
-    """C18: each half (causal, masked) in a clause (``half_text``)."""
+def halves_sentence(claim: Any, what: str, beside: Rows = ()) -> tuple[str, str] | None:
+    """C18: each half (causal, masked) in a clause (``half_text``), the causal one beside ``beside``'s rows."""
     if claim is None:
         return None
-    parts = [t for half in ("causal", "masked") if (t := half_text(half, claim))]
+    parts = [t for half in ("causal", "masked") if (t := half_text(half, claim, beside if half == "causal" else ()))]
     if not parts:
         return _no_verdict(claim, what), claim.verdict
     return f"{what}: {'; '.join(parts)}", claim.verdict
@@ -223,7 +241,8 @@ def answer_sentences(claims: Sequence[Any], floor: float | None = None) -> list[
         directional(by_id.get("C9"), "concat beats add", None, "On frozen pretrained word vectors (MiniLM)",
                     "adding trailed concatenating", "led it", floor),
         equivalence(by_id.get("C7"), "learned vs sinusoidal", "Learned and sinusoidal positions"),
-        halves_sentence(by_id.get("C18"), "Language models without positions"),
+        halves_sentence(by_id.get("C18"), "Language models without positions",
+                        family_rows(by_id.get("C7"), "none vs sinusoidal")),
     ]  # fmt: skip
     out = []
     for cid, made_ in zip(("C6", "C6", "C9", "C7", "C18"), made, strict=True):

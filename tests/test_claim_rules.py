@@ -288,6 +288,22 @@ def probe_family(trained: list[float], first: list[float], init: list[float], ac
     return decide_some_group([probe_items(trained, first, init, acc)], MARGIN)[0]
 
 
+def test_c8_key_gives_the_probe_beside_chance_and_its_margin_over_the_nearer_control() -> None:
+    """quick's C8 read "supported" for a best-layer probe of 3.0% against a chance of 1.6%: true, and small. The key
+    gives the probe, chance, and the difference over the nearer control with its interval (by hand below)."""
+    from pelab.report.claims.c08_nope_learns_position import _size
+
+    trained, first, init = [0.031, 0.030, 0.029, 0.031, 0.030], [0.017, 0.016, 0.017, 0.016, 0.017], [0.020] * 4
+    fam = probe_family(trained, first, init + [0.021])
+    near = [t - i for t, i in zip(trained, init + [0.021], strict=True)]  # the init control is the nearer one
+    lo, hi = next(r.interval for r in fam.rows if r.comparison.b.label == "init")
+    assert _size("t", fam, {"t": (0.0302, 0.0156)}) == (
+        f"; probe 3.0% against a chance of 1.6%, {100 * np.mean(near):+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}] "
+        "over the nearer control (init)"
+    )
+    assert _size("other task", fam, {"t": (0.0302, 0.0156)}) == ""
+
+
 def test_c8_every_branch() -> None:
     good = probe_family([0.6, 0.65, 0.62, 0.7, 0.66], [0.13, 0.12, 0.14, 0.13, 0.12], [0.2, 0.22, 0.19, 0.21, 0.2])
     # The issue's case: the probe beats chance but not the layer-1 input, which already reads 12.75%.

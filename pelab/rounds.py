@@ -109,9 +109,13 @@ def next_counts(
 
 
 def _place(row: Mapping[str, Any]) -> str:
+    """ " (reverse, learned, d=16)": the task, and the scheme and width where the comparison holds them, so two
+    open comparisons of the same arms' kinds on one task can be told apart."""
     where = dict(row.get("where", {}))
-    task = where.get("task.name")
-    return f" ({task})" if task else ""
+    parts = [str(where[k]) for k in ("task.name", "model.position.scheme") if k in where]
+    if "model.d" in where:
+        parts.append(f"d={where['model.d']}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def run_sequential(

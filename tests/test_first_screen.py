@@ -329,3 +329,11 @@ def test_the_language_model_sentence_reads_from_the_nope_arm_and_beside_other_sc
         "per byte, behind sinusoidal by 0.4% to 1.0% in bits per byte; masked ones were behind rotary, the best "
         "here, by 32.0% to 36.0% in bits per byte"
     )
+
+
+def test_equal_on_held_out_loss_near_its_floor_says_the_margin_was_in_nats() -> None:
+    note = "margin ±29% here: 0.01 nats of B's 0.0348 (±2% would be 0.0007 nats)"
+    tied = row("concat_split vs add", "concat_split", "add", -0.25, 0.25, NOT_SUPPORTED, metric="loss",
+               a_runs=["1"], b_runs=["2"], notes=[note])  # fmt: skip
+    text = answer_sentences([claim("C6", NOT_SUPPORTED, [tied])])[0]["text"]
+    assert "1 was equal within the margin (on held-out loss within 0.01 nats, the loss margin near its floor)" in text

@@ -125,6 +125,16 @@ def _no_verdict(claim: Any, what: str, rows: Rows | None = None) -> str:
     return f"{what}: {PHRASE.get(verdict, verdict)}{counted}"
 
 
+def _nats(tied: Rows) -> str:
+    """Where equal arms were read on held-out loss near its floor, the margin there is 0.01 nats, not ±2%
+    (``rules.margin_for``): the sentence says so, since "equal" then means both arms' answers were about as sure."""
+    near = [r for r in tied if r.get("metric") == "loss" and any("nats of B's" in n for n in r.get("notes", []))]
+    if not near:
+        return ""
+    which = "" if len(near) == len(tied) else f"{len(near)} of them "
+    return f" ({which}on held-out loss within 0.01 nats, the loss margin near its floor)"
+
+
 def directional(
     claim: Any, forward: str, backward: str | None, what: str, a_won: str, b_won: str, floor: float | None = None
 ) -> tuple[str, str] | None:
@@ -143,7 +153,7 @@ def directional(
     # refuted without B winning: the interval lies inside the margin, so the arms are equal at this resolution
     tied = [r for r in rows if r["verdict"] == NOT_SUPPORTED and r not in lost]
     rest = [r for r in rows if r not in won and r not in lost and r not in tied]
-    equal = f"{len(tied)} {'was' if len(tied) == 1 else 'were'} equal within the margin" if tied else ""
+    equal = f"{len(tied)} {'was' if len(tied) == 1 else 'were'} equal within the margin{_nats(tied)}" if tied else ""
     if not won and not lost and not any(r["verdict"] == SUPPORTED for r in back):
         text = f"{what}, neither side won beyond its interval on any of {len(rows)} comparisons"
         if equal:

@@ -295,3 +295,15 @@ def test_a_prefetched_analysis_that_failed_raises_at_every_read() -> None:
                 ctx.prefetched("broken")
         assert ctx.prefetched("fine") == {"x": 3} and ctx.prefetched("fine") == {"x": 3}
         assert ctx.prefetched("never started") is None
+
+
+def test_a_claim_is_declared_on_its_own_function() -> None:
+    """``@claim("C8", ...)`` registers the function right under it: a helper written between the declaration and
+    ``c8`` would be registered in its place and fail only when a report runs (it did: C8 read "error")."""
+    from pelab.report.registry import claim
+
+    def helper(task: str) -> str:
+        return task
+
+    with pytest.raises(ValueError, match=r"claim C99 declared on helper\(\), not on c99\(\)"):
+        claim("C99", "t", "c", "s", "r")(helper)

@@ -143,6 +143,8 @@ def claim(
     def register(fn: Callable[[ReportContext, ClaimResult], ClaimResult]) -> Callable:
         if id in REGISTRY:
             raise ValueError(f"claim {id} declared twice")
+        if fn.__name__ != id.lower():  # a helper slipped between the declaration and its function
+            raise ValueError(f"claim {id} declared on {fn.__name__}(), not on {id.lower()}()")
         REGISTRY[id] = Claim(id, title, claim, source, tuple(metrics), rule, fn, plan)
         return fn
 

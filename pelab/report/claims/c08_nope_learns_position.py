@@ -52,21 +52,6 @@ def _plan_c8(ctx: ReportContext) -> None:
             ctx.submit("layer_probes", runs, at_init=True)
 
 
-@claim(
-    "C8",
-    "Without position an encoder is permutation-equivariant, but a causal decoder still learns position",
-    "NoPE encoders cannot tell order; causal decoders recover absolute position from the mask.",
-    "Haviv et al. 2022; Kazemnejad et al. 2023",
-    "equivariance: max |f(x[π]) − f(x)[π]| at float round-off for `none` and for no other scheme; probe: in a "
-    "causal NoPE decoder that learned its task (floor {floor}), a linear probe of absolute position from its best "
-    "layer beats both controls, the layer-1 input (no position, only token–position correlation) and the best "
-    "layer of the same model at initialisation, beyond the interval over seeds, on some task: both controls must "
-    "fall on that task, and Holm–Bonferroni runs across the tasks. A task whose solution needs no absolute "
-    "position (sorting) may show none without refuting that a decoder can learn it; the key gives each task's "
-    "verdict",
-    metrics=("probe",),
-    plan=_plan_c8,
-)
 def _size(task: str, probe: Family, sizes: dict[str, tuple[float, float]]) -> str:
     """How far a task's NoPE probe beat its nearer control, and the probe beside chance: a claim line should not
     read "supported" for 3.0% against a chance of 1.6% without saying so."""
@@ -82,6 +67,21 @@ def _size(task: str, probe: Family, sizes: dict[str, tuple[float, float]]) -> st
             f"[{100 * lo:+.1f}, {100 * hi:+.1f}] over the nearer control ({near.comparison.b.label})")  # fmt: skip
 
 
+@claim(
+    "C8",
+    "Without position an encoder is permutation-equivariant, but a causal decoder still learns position",
+    "NoPE encoders cannot tell order; causal decoders recover absolute position from the mask.",
+    "Haviv et al. 2022; Kazemnejad et al. 2023",
+    "equivariance: max |f(x[π]) − f(x)[π]| at float round-off for `none` and for no other scheme; probe: in a "
+    "causal NoPE decoder that learned its task (floor {floor}), a linear probe of absolute position from its best "
+    "layer beats both controls, the layer-1 input (no position, only token–position correlation) and the best "
+    "layer of the same model at initialisation, beyond the interval over seeds, on some task: both controls must "
+    "fall on that task, and Holm–Bonferroni runs across the tasks. A task whose solution needs no absolute "
+    "position (sorting) may show none without refuting that a decoder can learn it; the key gives each task's "
+    "verdict",
+    metrics=("probe",),
+    plan=_plan_c8,
+)
 def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     s = ctx.analyse("symmetry", scheme="none", d=32, length=12)
     r.tables.append(

@@ -337,3 +337,25 @@ def test_equal_on_held_out_loss_near_its_floor_says_the_margin_was_in_nats() -> 
                a_runs=["1"], b_runs=["2"], notes=[note])  # fmt: skip
     text = answer_sentences([claim("C6", NOT_SUPPORTED, [tied])])[0]["text"]
     assert "1 was equal within the margin (on held-out loss within 0.01 nats, the loss margin near its floor)" in text
+
+
+def test_sentences_say_which_way_failed_equivalences_point_and_what_the_floor_kept_out() -> None:
+    """quick's C7: learned ahead on one comparison (reverse, held-out loss), sinusoidal on another (charlm): two
+    failures of "≈" the opposite ways, which the sentence says. Comparisons with an arm below the floor take no
+    part (budget too small), and the sentence counts them apart."""
+    rows = [
+        row("learned vs sinusoidal", "learned", "sinusoidal", 0.05, 0.3, NOT_SUPPORTED, a_runs=["1"], b_runs=["2"]),
+        row("learned vs sinusoidal", "learned", "sinusoidal", 0.03, 0.07, NOT_SUPPORTED, metric="bpb",
+            a_runs=["3"], b_runs=["4"]),
+        row("learned vs sinusoidal", "learned", "sinusoidal", -0.004, 0.004, SUPPORTED, a_runs=["5"], b_runs=["6"]),
+        {**row("learned vs sinusoidal", "learned", "sinusoidal", 0, 0, TOO_SMALL), "metric": None},
+    ]  # fmt: skip
+    text = answer_sentences([claim("C7", NOT_SUPPORTED, rows)])[0]["text"]
+    assert text == (
+        "Learned and sinusoidal positions were within the margin on 1 of 3 comparisons and apart beyond it on 2 "
+        "(learned ahead on 1, sinusoidal on 1); 1 more had an arm below the floor (budget too small)"
+    )
+    c9 = [row("concat beats add", "concat_split", "add", -0.003, 0.012, INCONCLUSIVE, a_runs=["7"], b_runs=["8"]),
+          {**row("concat beats add", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None}]  # fmt: skip
+    text = answer_sentences([claim("C9", INCONCLUSIVE, c9)])[0]["text"]
+    assert text.endswith("it differs by at most 1.2 pp accuracy; 1 more had an arm below the floor (budget too small)")

@@ -125,6 +125,13 @@ def _no_verdict(claim: Any, what: str, rows: Rows | None = None) -> str:
     return f"{what}: {PHRASE.get(verdict, verdict)}{counted}"
 
 
+def _out(rows: Rows) -> str:
+    """ "; 2 more had an arm below the floor (budget too small)": comparisons the floor policy kept out, so the
+    count of comparisons read is not taken for all there were."""
+    n = sum(r.get("verdict") == TOO_SMALL for r in rows)
+    return f"; {n} more had an arm below the floor (budget too small)" if n else ""
+
+
 def _nats(tied: Rows) -> str:
     """Where equal arms were read on held-out loss near its floor, the margin there is 0.01 nats, not ±2%
     (``rules.margin_for``): the sentence says so, since "equal" then means both arms' answers were about as sure."""
@@ -154,12 +161,13 @@ def directional(
     tied = [r for r in rows if r["verdict"] == NOT_SUPPORTED and r not in lost]
     rest = [r for r in rows if r not in won and r not in lost and r not in tied]
     equal = f"{len(tied)} {'was' if len(tied) == 1 else 'were'} equal within the margin{_nats(tied)}" if tied else ""
+    out = _out(family_rows(claim, forward))
     if not won and not lost and not any(r["verdict"] == SUPPORTED for r in back):
         text = f"{what}, neither side won beyond its interval on any of {len(rows)} comparisons"
         if equal:
             text += f": {equal}"
-            return text + _rest(rest, len(tied)).replace("; the other", ", and the other", 1), claim.verdict
-        return text + _rest(rest, 0), claim.verdict
+            return text + _rest(rest, len(tied)).replace("; the other", ", and the other", 1) + out, claim.verdict
+        return text + _rest(rest, 0) + out, claim.verdict
     text = f"{what}, {a_won} on {wins_text(rows, floor)}"
     if backward:
         text += f", and {b_won} on {wins_text(back, floor)}"
@@ -167,7 +175,7 @@ def directional(
         text += f", and {b_won} on {len(lost)}"
     if equal:
         text += f"; {equal}"
-    return text + _rest(rest, len(won) + len(lost) + len(tied)), claim.verdict
+    return text + _rest(rest, len(won) + len(lost) + len(tied)) + out, claim.verdict
 
 
 def equivalence(claim: Any, name: str, what: str) -> tuple[str, str] | None:
@@ -178,14 +186,29 @@ def equivalence(claim: Any, name: str, what: str) -> tuple[str, str] | None:
     if not rows:
         return _no_verdict(claim, what, family_rows(claim, name)), claim.verdict
     same = sum(r["verdict"] == SUPPORTED for r in rows)
-    apart = sum(r["verdict"] == NOT_SUPPORTED for r in rows)
+    apart = [r for r in rows if r["verdict"] == NOT_SUPPORTED]
     rest = [r for r in rows if r["verdict"] not in (SUPPORTED, NOT_SUPPORTED)]
     text = (
-        f"{what} were within the margin on {same} of {len(rows)} comparisons and apart beyond it on {apart}"
+        f"{what} were within the margin on {same} of {len(rows)} comparisons and apart beyond it on {len(apart)}"
+        f"{_ahead(apart)}"
         if same or apart
         else f"{what} were neither shown within the margin nor apart beyond it on any of {len(rows)} comparisons"
     )
-    return text + _rest(rest, same + apart), claim.verdict
+    return text + _rest(rest, same + len(apart)) + _out(family_rows(claim, name)), claim.verdict
+
+
+def _ahead(apart: Rows) -> str:
+    """ " (learned ahead on 1, sinusoidal on 1)": which arm led where an equivalence failed; two failures the
+    opposite ways are no ranking of the kinds."""
+    if not apart:
+        return ""
+    a = sum(r.get("resolution", {}).get("lo", 0) > 0 for r in apart)
+    b = sum(r.get("resolution", {}).get("hi", 0) < 0 for r in apart)
+    name_a, name_b = apart[0]["a"].split(" + ")[0], apart[0]["b"].split(" + ")[0]
+    if a and b:
+        return f" ({name_a} ahead on {a}, {name_b} on {b})"
+    leader = name_a if a else name_b
+    return f" ({leader} ahead on each)" if len(apart) > 1 else f" ({leader} ahead)"
 
 
 def arm_name(label: str) -> str:

@@ -10,6 +10,7 @@ against the rows; ``forest_plot`` draws exactly the points it is given and retur
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ COLOUR = {
 }
 OTHER = "#334155"
 #: The panel of rows without an interval: shown, so a reader sees that they exist and why nothing is drawn.
-NO_INTERVAL = "no interval: neither arm learned, or no metric informed"
+NO_INTERVAL = "no interval: an arm below the floor, or no metric informed"
 #: Tasks whose arms learn by loss, not accuracy (``rules.Side.is_language_model``).
 LANGUAGE_MODELS = ("charlm", "mlm")
 #: The accuracy panel's unit (``scale_of("acc")``).
@@ -156,7 +157,7 @@ def has_interval(r: Mapping[str, Any]) -> bool:
 
 
 def undrawn(rows: Sequence[Mapping[str, Any]]) -> int:
-    """Rows without an interval (no informative metric, or neither arm learned)."""
+    """Rows without an interval (no informative metric, or an arm below the floor)."""
     return sum(not has_interval(r) for r in rows)
 
 
@@ -190,7 +191,8 @@ def forest_plot(path: Path, points: Sequence[ForestPoint], title: str, a_better:
             colour = COLOUR.get(p.verdict, OTHER)
             if math.isnan(p.mid):
                 ax.plot([0], [y], "x", color=colour, ms=7)
-                labels.append((y, f"{p.label}  ({p.verdict})", False))
+                why = "an arm below the floor" if p.verdict == TOO_SMALL else p.verdict
+                labels.append((y, f"{p.label}  ({why})", False))
                 drawn.append(p)
                 y += 1
                 continue
@@ -211,7 +213,7 @@ def forest_plot(path: Path, points: Sequence[ForestPoint], title: str, a_better:
         else:
             ax.set_xlabel(f"A − B, {unit}  (right: {a_better})", fontsize=8)
         ax.grid(axis="x", alpha=0.3)
-    axes[0, 0].set_title(title, fontsize=10)
+    fig.suptitle(textwrap.fill(title, 100), fontsize=10)  # the figure's width, not the plot's: long titles fit
     handles = [Line2D([], [], color=COLOUR[v], marker="o", lw=2, label=v) for v in COLOUR
                if any(p.verdict == v for p in points if not math.isnan(p.mid))]  # fmt: skip
     if any(math.isnan(p.mid) for p in points):

@@ -20,8 +20,9 @@ from pelab.rules import NOT_RUN
 CAPTION = (
     "each point is one paired comparison, A − B, with the interval its verdict read (95%, or the Holm-corrected "
     "level where several comparisons back one claim); right of 0 means A did better; the grey band is the margin "
-    "the row was read against; colour is the row's verdict; a hollow point (▽) has an arm below the floor; a cross "
-    "marks a comparison without an interval (neither arm learned, or no metric informed)"
+    "the row was read against; colour is the row's verdict; a hollow point (▽) has an arm below the floor, counted "
+    "only where that arm's failure is the claim (C19); a cross marks a comparison without an interval (an arm below "
+    "the floor, or no metric informed)"
 )
 
 

@@ -298,8 +298,8 @@ def test_c8_key_gives_the_probe_beside_chance_and_its_margin_over_the_nearer_con
     near = [t - i for t, i in zip(trained, init + [0.021], strict=True)]  # the init control is the nearer one
     lo, hi = next(r.interval for r in fam.rows if r.comparison.b.label == "init")
     assert _size("t", fam, {"t": (0.0302, 0.0156)}) == (
-        f"; probe 3.0% against a chance of 1.6%, {100 * np.mean(near):+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}] "
-        "over the nearer control (init)"
+        f", {100 * np.mean(near):+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}] over the nearer control (init), "
+        "probe 3.0% against a chance of 1.6%"
     )
     assert _size("other task", fam, {"t": (0.0302, 0.0156)}) == ""
 

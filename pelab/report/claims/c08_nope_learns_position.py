@@ -63,8 +63,8 @@ def _size(task: str, probe: Family, sizes: dict[str, tuple[float, float]]) -> st
     assert near.test is not None
     lo, hi = near.interval
     best, chance = sizes[task]
-    return (f"; probe {pct(best)} against a chance of {pct(chance)}, {100 * near.test.mean:+.1f} pp "
-            f"[{100 * lo:+.1f}, {100 * hi:+.1f}] over the nearer control ({near.comparison.b.label})")  # fmt: skip
+    return (f", {100 * near.test.mean:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}] over the nearer control "
+            f"({near.comparison.b.label}), probe {pct(best)} against a chance of {pct(chance)}")  # fmt: skip
 
 
 @claim(
@@ -160,7 +160,9 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         p = ctx.analyse("probes", run_id=shown[0])
         r.figures += _figures(p, {"_layers.png": f"probes by layer, run {shown[0]}"})
     equi = ", ".join(s["equivariant_schemes"]) or "none"
-    per_task = ", ".join(f"{t}: {v}{_size(t, probe, sizes)}" for t, v in zip(by_task, task_verdicts, strict=True))
+    # the tasks that bear the verdict out first: a summary line that quotes the key's first number quotes theirs
+    order = sorted(zip(by_task, task_verdicts, strict=True), key=lambda tv: tv[1] != probe.verdict)
+    per_task = "; ".join(f"{t}: {v}{_size(t, probe, sizes)}" for t, v in order)
     r.key = f"equivariant: {equi} (exact); NoPE decoder learns position: {probe.verdict} ({per_task or 'no decoder'})"
     if probe.verdict == TOO_SMALL:
         r.caveats.append("No NoPE decoder reached the floor at this budget, so the probe half could not be drawn.")

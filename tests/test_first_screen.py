@@ -359,3 +359,21 @@ def test_sentences_say_which_way_failed_equivalences_point_and_what_the_floor_ke
           {**row("concat beats add", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None}]  # fmt: skip
     text = answer_sentences([claim("C9", INCONCLUSIVE, c9)])[0]["text"]
     assert text.endswith("it differs by at most 1.2 pp accuracy; 1 more had an arm below the floor (budget too small)")
+
+
+def test_forest_points_that_read_alike_are_named_by_what_tells_them_apart() -> None:
+    """full's overview had two "d=32 · sinusoidal" rows on reverse (the paper's and tensor2tensor's layouts) and
+    two "d=32 · learned" on sort (lengths 16 and 12): each label now carries the setting that differs."""
+    from pelab.report.overview import extras, label_of
+
+    base = {"task.name": "reverse", "model.d": 32, "model.position.scheme": "sinusoidal", "task.length": 16,
+            "model.position.layout": "paper"}  # fmt: skip
+    rows = [row("f", "concat_split", "add", 0, 0.1, INCONCLUSIVE, where=base),
+            row("f", "concat_split", "add", 0, 0.1, INCONCLUSIVE,
+                where={**base, "model.position.layout": "tensor2tensor"}),
+            row("f", "concat_split", "add", 0, 0.1, INCONCLUSIVE, where={**base, "task.name": "sort"}),
+            row("f", "concat_split", "add", 0, 0.1, INCONCLUSIVE,
+                where={**base, "task.name": "sort", "task.length": 12})]  # fmt: skip
+    got = extras(rows)
+    assert got == ["layout=paper", "layout=tensor2tensor", "length=16", "length=12"]
+    assert len({label_of(r, extra=x) for r, x in zip(rows, got, strict=True)}) == 4

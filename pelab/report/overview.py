@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pelab.report.context import ReportContext
+from pelab.report.evidence import config_labels
 from pelab.report.first_screen import flipped, overview_rows, pair
 from pelab.report.forest import ForestPoint, forest_plot, group_of, points_from_rows
 from pelab.report.registry import ClaimResult, Figure
@@ -30,11 +31,20 @@ TASK = (("task.name", ""),)
 PLACE = (("model.d", "d="), ("model.position.scheme", ""))
 
 
-def label_of(row: Mapping[str, Any], wide: bool = True) -> str:
-    """A point's label: where it stands within its task (width, scheme) and, unless ``wide`` is False, its arms."""
+def label_of(row: Mapping[str, Any], wide: bool = True, extra: str = "") -> str:
+    """A point's label: where it stands within its task (width, scheme, and ``extra``: what tells it from a row
+    that reads alike), and, unless ``wide`` is False, its arms."""
     place = group_of(row.get("where") or {}, PLACE)
     arms = f"{row['a']} vs {row['b']}" if wide else ""
-    return " · ".join(x for x in (place, arms) if x) or "–"
+    return " · ".join(x for x in (place, extra, arms) if x) or "–"
+
+
+def extras(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """For each row, the settings that tell its comparison from another of the same task, width and scheme
+    ("task.length=12, task.vocab=32"; "layout=tensor2tensor"), or "": two points never read alike."""
+    shown = ["task.name", *(k for k, _ in PLACE)]
+    wheres = [{k: v for k, v in (r.get("where") or {}).items()} for r in rows]
+    return [x.replace("model.position.", "").replace("task.", "") for x in config_labels(wheres, shown)]
 
 
 MIRROR = "; a pair of arms compared both ways is drawn once, as the claim first reads it (the tables have both)"
@@ -57,12 +67,14 @@ def base_of(ctx: ReportContext) -> Any:
 def overview_points(ctx: ReportContext, claims: Sequence[ClaimResult]) -> list[ForestPoint]:
     """The overview's points (A the concatenating arm); a row without an interval is a cross in its own panel."""
     points: list[ForestPoint] = []
-    for cid, group, row in overview_rows(claims):
+    listed = overview_rows(claims)
+    for (cid, group, row), extra in zip(listed, extras([r for *_, r in listed]), strict=True):
         drawn = points_from_rows(cid, [row], ctx.floor, ctx.margin, base_of(ctx), empty=True)
         where = row.get("where") or {}
         task = group_of(where, TASK)
+        wide = cid != "C6" or "wide" in str(row.get("family"))
         points += [ForestPoint(**{**vars(p), "group": f"{cid} {group}" + (f": {task}" if task else ""),
-                                  "label": label_of(row, wide=cid != "C6" or "wide" in str(row.get("family")))})
+                                  "label": label_of(row, wide=wide, extra=extra)})
                    for p in drawn]  # fmt: skip
     return points
 
@@ -81,17 +93,19 @@ def overview_figure(ctx: ReportContext, claims: Sequence[ClaimResult]) -> tuple[
 def claim_points(ctx: ReportContext, c: ClaimResult) -> list[ForestPoint]:
     """A claim's rows, grouped by family and task, each pair of arms once: a family that reads the same pair the
     other way round (C6's "add vs concat_split") repeats its mirror image, so the first reading is drawn."""
-    out, seen = [], set()
+    out, seen, rows = [], set(), []
     for row in c.rows:
         if row.get("a_runs") and row.get("b_runs"):
             if flipped(row) in seen:
                 continue
             seen.add(pair(row))
+        rows.append(row)
+    for row, extra in zip(rows, extras(rows), strict=True):
         for p in points_from_rows(c.id, [row], ctx.floor, ctx.margin, base_of(ctx), empty=True):
             task = group_of(row.get("where") or {}, TASK)
             family = str(row.get("family") or "")
             group = " · ".join(x for x in (family, task) if x)
-            out.append(ForestPoint(**{**vars(p), "group": group, "label": label_of(row)}))
+            out.append(ForestPoint(**{**vars(p), "group": group, "label": label_of(row, extra=extra)}))
     return out
 
 

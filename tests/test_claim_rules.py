@@ -354,7 +354,9 @@ def test_c10_every_branch() -> None:
         return decide([Evidence(c, True, (paired_test(c, PROBE),))], MARGIN, kind="better", combine="any")
 
     assert rule_c10(fam([1.0] * 5, [0.90, 0.92, 0.91, 0.93, 0.90])) == SUPPORTED
-    assert rule_c10(fam([0.990, 0.992, 0.991, 0.990, 0.993], [0.991, 0.990, 0.992, 0.990, 0.991])) == NOT_SUPPORTED
+    assert rule_c10(fam([0.950, 0.952, 0.951, 0.950, 0.953], [0.951, 0.950, 0.952, 0.950, 0.951])) == NOT_SUPPORTED
+    # both probes within a point of 100% can only read "equal": the ceiling's, so no information
+    assert rule_c10(fam([0.990, 0.992, 0.991, 0.990, 0.993], [0.991, 0.990, 0.992, 0.990, 0.991])) == NO_INFO
     assert rule_c10(fam([0.95, 0.85, 0.99, 0.82, 0.90], FLAT)) == INCONCLUSIVE
     # Both decode perfectly: no information, whatever the collision counts say (the old rule said 'supported').
     assert rule_c10(fam([1.0] * 5, [1.0] * 5)) == NO_INFO

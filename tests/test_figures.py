@@ -21,7 +21,7 @@ from pelab.report import figures
 from pelab.report.build import VERDICT_CLASS, VERDICT_GLYPH, template_env, verdict_split
 from pelab.report.evidence import ArmStats
 from pelab.report.registry import ClaimResult, Table
-from pelab.rules import EXACT, INCONCLUSIVE, NO_INFO, SUPPORTED, TOO_SMALL, VERDICTS
+from pelab.rules import EXACT, INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, VERDICTS
 
 
 def arm(label: str, mean: float, half: float = 0.1, seeds: int = 3) -> ArmStats:
@@ -202,3 +202,10 @@ def test_what_this_run_says_comes_first(tmp_path: Path) -> None:
     assert html.index("on 0 of 3") < html.index("~3k parameters") < html.index('id="summary"')
     assert "~3k parameters, 25k tokens per run" in md
     assert f"- {VERDICT_GLYPH[NO_INFO]} **{NO_INFO}** · [C9](#c9) t" in md
+    # a claim of two halves says which holds in the list (full's C4: "not supported", though its first half held)
+    halves = {"cross terms carry ≥ 10%": "supported", "removing them costs": "not supported"}
+    html, md = render(tmp_path, [claim(id="C4", verdict=NOT_SUPPORTED, halves=halves)], sentences=sentences, scale="")
+    assert "(cross terms carry ≥ 10%: supported; removing them costs: not supported)" in md
+    assert "(cross terms carry ≥ 10%: supported; removing them costs: not supported)</span>" in html.replace(
+        "&ge;", "≥"
+    )

@@ -327,8 +327,8 @@ def test_the_language_model_sentence_reads_from_the_nope_arm_and_beside_other_sc
     assert text == (
         "Language models without positions: causal ones were behind rotary, the best here, by 7.4% to 9.3% in bits "
         "per byte, behind sinusoidal by 0.4% to 1.0% in bits per byte; masked ones were behind rotary, the best "
-        "here, by 32.0% to 36.0% in bits per byte"
-    )
+        "here, by 47.1% to 56.2% in bits per byte"
+    )  # masked: rotary's bpb 32-36% below NoPE's is NoPE's 0.32/0.68 = 47.1% to 0.36/0.64 = 56.2% above rotary's
 
 
 def test_equal_on_held_out_loss_near_its_floor_says_the_margin_was_in_nats() -> None:
@@ -359,6 +359,10 @@ def test_sentences_say_which_way_failed_equivalences_point_and_what_the_floor_ke
           {**row("concat beats add", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None}]  # fmt: skip
     text = answer_sentences([claim("C9", INCONCLUSIVE, c9)])[0]["text"]
     assert text.endswith("it differs by at most 1.2 pp accuracy; 1 more had an arm below the floor (budget too small)")
+    # the arm that kept a comparison out is named with its accuracy (full's C9 turned on add at 79.8%)
+    c9[1] |= {"b": "add + 160", "b_acc": 0.7978, "skipped": ["add + 160 below the floor (a verdict needs both arms)"]}
+    text = answer_sentences([claim("C9", INCONCLUSIVE, c9)])[0]["text"]
+    assert text.endswith("1 more had an arm below the floor (add + 160 at 79.8%; budget too small)")
 
 
 def test_forest_points_that_read_alike_are_named_by_what_tells_them_apart() -> None:
@@ -377,3 +381,27 @@ def test_forest_points_that_read_alike_are_named_by_what_tells_them_apart() -> N
     got = extras(rows)
     assert got == ["layout=paper", "layout=tensor2tensor", "length=16", "length=12"]
     assert len({label_of(r, extra=x) for r, x in zip(rows, got, strict=True)}) == 4
+
+
+def test_a_row_refuted_because_b_led_at_95_percent_is_no_tie() -> None:
+    """full's widened lookup row: add + 40 ahead at 95% (AUC -1.7 pp [-3.3, -0.1]), not after Holm; the forward
+    row is 'not supported' (B ahead) but the arms are not equal within the margin."""
+    led = row("concat_wide vs add at its width", "concat_wide", "add", -0.033, -0.001, NOT_SUPPORTED,
+              a_runs=["1"], b_runs=["2"])  # fmt: skip
+    back = row("add at its width vs concat_wide", "add", "concat_wide", 0.001, 0.033, INCONCLUSIVE,
+               a_runs=["2"], b_runs=["1"])  # fmt: skip
+    text = next(s["text"] for s in answer_sentences([claim("C6", NOT_SUPPORTED, [led, back])])
+                if s["text"].startswith("Widened"))  # fmt: skip
+    assert "equal within the margin" not in text and "differs by at most 3.3 pp accuracy" in text
+
+
+def test_wins_that_share_a_task_say_so() -> None:
+    """full's C6: 3 of its 4 same-width wins were on sort; "4 of 25 comparisons" alone reads as four tasks."""
+    from pelab.report.summary import where_won
+
+    def won(task: str) -> dict:
+        return {"verdict": SUPPORTED, "where": {"task.name": task}}
+
+    assert where_won([won("sort"), won("sort"), won("sort"), won("copy")]) == " (3 on sort)"
+    assert where_won([won("sort"), won("sort")]) == " (all on sort)"
+    assert where_won([won("sort"), won("copy")]) == "" and where_won([won("sort")]) == ""

@@ -16,7 +16,7 @@ from typing import Any
 
 from pelab.report.forest import scale_of
 from pelab.report.summary import FULL_COMMAND, PHRASE, wins_text
-from pelab.rules import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
+from pelab.rules import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, metric
 
 Rows = Sequence[Mapping[str, Any]]
 #: The longest claim line (``claim_line``), in words.
@@ -126,10 +126,20 @@ def _no_verdict(claim: Any, what: str, rows: Rows | None = None) -> str:
 
 
 def _out(rows: Rows) -> str:
-    """ "; 2 more had an arm below the floor (budget too small)": comparisons the floor policy kept out, so the
-    count of comparisons read is not taken for all there were."""
-    n = sum(r.get("verdict") == TOO_SMALL for r in rows)
-    return f"; {n} more had an arm below the floor (budget too small)" if n else ""
+    """ "; 1 more had an arm below the floor (add + 160 at 79.8%; budget too small)": comparisons the floor policy
+    kept out, with the arms that kept them out, so the count read is not taken for all there were, and a verdict
+    that turns on an arm a hair under the floor says so."""
+    out = [r for r in rows if r.get("verdict") == TOO_SMALL]
+    if not out:
+        return ""
+    arms = []
+    for r in out:
+        for side in ("a", "b"):
+            acc = r.get(f"{side}_acc")
+            if any(str(s).startswith(f"{r.get(side)} below the floor") for s in r.get("skipped", [])) and acc:
+                arms.append(f"{r[side]} at {100 * float(acc):.1f}%")
+    which = f"{'; '.join(dict.fromkeys(arms))}; " if arms and len(arms) <= 3 else ""
+    return f"; {len(out)} more had an arm below the floor ({which}budget too small)"
 
 
 def _nats(tied: Rows) -> str:
@@ -157,8 +167,10 @@ def directional(
     # one-way families: B ahead beyond the interval is what the resolution's oriented interval says
     behind = [r for r in rows if not backward and r.get("resolution") and r["resolution"]["hi"] < 0]
     lost = [r for r in rows if flipped(r) in lost_pairs or r in behind]
-    # refuted without B winning: the interval lies inside the margin, so the arms are equal at this resolution
-    tied = [r for r in rows if r["verdict"] == NOT_SUPPORTED and r not in lost]
+    # refuted without B winning: the interval lies inside the margin, so the arms are equal at this resolution; a row
+    # refuted because B was ahead at 95% but not after Holm is no tie (and no win for B): it stays with the rest
+    tied = [r for r in rows if r["verdict"] == NOT_SUPPORTED and r not in lost
+            and not (r.get("resolution") and r["resolution"]["hi"] < 0)]  # fmt: skip
     rest = [r for r in rows if r not in won and r not in lost and r not in tied]
     equal = f"{len(tied)} {'was' if len(tied) == 1 else 'were'} equal within the margin{_nats(tied)}" if tied else ""
     out = _out(family_rows(claim, forward))
@@ -222,7 +234,11 @@ def versus(r: Mapping[str, Any], b: str | None = None) -> str:
     read from B's side where B is that arm, as in C18's masked half)."""
     lo, hi = r["resolution"]["lo"], r["resolution"]["hi"]
     if arm_name(r["b"]).startswith("none") and not arm_name(r["a"]).startswith("none"):
-        lo, hi, other = -hi, -lo, arm_name(r["a"])
+        other = arm_name(r["a"])
+        if metric(r["metric"]).relative:  # B's base to A's: the gap as a share of the other arm's value, as above
+            lo, hi = -hi / (1 - hi), -lo / (1 - lo)
+        else:
+            lo, hi = -hi, -lo
     else:
         other = arm_name(r["b"])
     b = b or other.split(" + ")[0]  # the scheme: "sinusoidal + add" reads "sinusoidal"

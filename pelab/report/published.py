@@ -218,22 +218,14 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
 
     digits = position_frame(ctx)
     digits = digits[digits["task.name"] == "digits"] if "task.name" in digits else digits.iloc[0:0]
-    # the none arm failing where the arm with positions learned is the published result (FLOOR_POLICY's exception)
+    # ViT's no-position arm learned (0.614 against 0.642): its result is a gap between two learned arms, not a failure,
+    # so the floor policy applies as to any comparison (a none arm below the floor leaves the row untested)
     none_fam = family(compare(digits, ARM, ("sinusoidal", "add"), NOPE), CHAIN, ctx.floor, ctx.margin, kind="better",
-                      combine="all", failure_is_evidence=True)  # fmt: skip
+                      combine="all")  # fmt: skip
     kind_fam = family(compare(digits, ARM, ("sincos2d", "add"), ("sinusoidal", "add")), CHAIN, ctx.floor,
                       ctx.margin, kind="equivalent", combine="all")  # fmt: skip
     none_row = ["Dosovitskiy et al. 2021 (ViT), Table 8", "no positions 0.614 ≪ 1-D 0.642", _family_cell(none_fam),
                 *_why(none_fam)]  # fmt: skip
-    failed = [r.comparison.b for r in none_fam.rows if r.test is not None and not r.comparison.b.learned(ctx.floor)]
-    if failed:  # said, not hidden: the direction holds, the size is not comparable
-        why = (
-            f"the arm without positions ends below the {ctx.floor:.0%} floor on average "
-            f"({failed[0].mean('acc'):.1%}) where "
-            "the arm with positions learned, which counts here (the published result is that very "
-            "direction, none below 1-D). The size does not match: ViT's gap was 2.8 points with both arms learning"
-        )
-        none_row[4] = "; ".join(filter(None, [none_row[4], why]))
     rows.append(none_row)
     rows.append(["Dosovitskiy et al. 2021 (ViT), Table 8", "1-D 0.642 ≈ 2-D 0.640", _family_cell(kind_fam),
                  *_why(kind_fam)])  # fmt: skip

@@ -125,6 +125,18 @@ def who_won(records: list[dict[str, Any]]) -> str:
     return ", " + ", ".join(f"{n} with {s}" for s, n in schemes.most_common()) + " positions"
 
 
+def where_won(won: list[dict[str, Any]]) -> str:
+    """ " (all on sort)", " (3 on sort)": where several wins share one task, so four wins are not read as four
+    tasks."""
+    tasks = Counter(str(r.get("where", {}).get("task.name")) for r in won if r.get("where", {}).get("task.name"))
+    if len(won) < 2 or not tasks:
+        return ""
+    task, n = tasks.most_common(1)[0]
+    if n == len(won):
+        return f" (all on {task})"
+    return f" ({n} on {task})" if n > 1 else ""
+
+
 def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
     """ "2 of 25 comparisons, all on learning speed alone, all with learned positions", or "none of 25"; with the
     study's ``floor``, also how many of the wins were over an arm that had not learned its task at this budget
@@ -135,7 +147,7 @@ def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
         return f"none of {len(rows)} comparisons"
     speed = sum(r["metric"] == "auc" for r in won)
     how = ", all on learning speed alone" if speed == len(won) else f", {speed} on learning speed" if speed else ""
-    text = f"{len(won)} of {len(rows)} comparisons{how}{who_won(won)}"
+    text = f"{len(won)} of {len(rows)} comparisons{where_won(won)}{how}{who_won(won)}"
     unlearned = sum(below_floor(r, floor, "b") for r in won) if floor is not None else 0  # B: the losing arm
     if unlearned:
         which = "each" if unlearned == len(won) else f"{unlearned} of them"

@@ -87,7 +87,16 @@ class Metric:
         return f"{100 * x:.1f}%" if self.bounds == (0.0, 1.0) and self.key != "overlap" else f"{x:.4g}"
 
 
-ACC = Metric("acc", "accuracy", True, (0.0, 1.0), tolerance=1e-3)
+#: How close to 100% (or 0%) both arms' mean accuracy must be for accuracy to sit at its ceiling (or floor): the
+#: default equivalence margin. Two arms both within a point of 100% cannot differ by more than the margin, so
+#: accuracy could only ever call them equal, and that "equal" would be the ceiling's, not the arms' (full's C7
+#: read learned and sinusoidal "equal" at 100% against 99.8-100%, where held-out loss had them 59% apart): the
+#: comparison falls back to held-out loss, as SCIENCE.md asks of a metric at its ceiling. Judged on each arm's
+#: mean, as the loss floor is: one seed a hair off 100% does not make a solved pair informative.
+CEILING = 0.01
+
+
+ACC = Metric("acc", "accuracy", True, (0.0, 1.0), tolerance=CEILING, bound_by_mean=True)
 
 
 #: Overlap of the token and position subspaces (C2): 0 orthogonal, 1 one inside the other.
@@ -95,7 +104,7 @@ OVERLAP = Metric("overlap", "token/position subspace overlap", False, (0.0, 1.0)
 
 
 #: Held-out accuracy of a linear probe (C8, C10).
-PROBE = Metric("probe", "probe accuracy", True, (0.0, 1.0), tolerance=1e-3)
+PROBE = Metric("probe", "probe accuracy", True, (0.0, 1.0), tolerance=CEILING, bound_by_mean=True)
 
 
 #: Share of the layer-1 logit variance from the cross terms (C4), against a threshold.
@@ -142,7 +151,7 @@ def metric(key: str) -> Metric:
     sized = sizes_in([key])
     if sized or key == "acc_at_N":  # acc_at_N: the family, as a claim names it
         n = sized[0][0] if sized else "N"
-        return Metric(key, f"accuracy at n={n}", True, (0.0, 1.0), tolerance=1e-3)
+        return Metric(key, f"accuracy at n={n}", True, (0.0, 1.0), tolerance=CEILING, bound_by_mean=True)
     raise KeyError(f"unknown metric {key!r}; known: {', '.join(METRICS)}")
 
 

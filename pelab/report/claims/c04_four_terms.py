@@ -98,7 +98,8 @@ def _plan_c4(ctx: ReportContext) -> None:
     "an answer to the question; Ke et al. 2021 (TUPE)",
     f"two halves, both named: (1) the cross terms (token–position + position–token) carry at least "
     f"{CROSS_SHARE:.0%} of the within-query logit variance, beyond the 95% interval over seeds, in every add arm "
-    "(every task, scheme and width) that learned (floor {floor}); (2) removing them costs: add beats untied "
+    "of a task scored per token (every such task, scheme and width; the pooled digits, cell2d and wordorder and the "
+    "segment task are not analysed) that learned (floor {floor}); (2) removing them costs: add beats untied "
     "attention (cross terms dropped) beyond the Holm-corrected interval on some comparison, and untied beats add "
     "on none (a general statement: one comparison where removing them helps refutes it), on comparisons whose "
     "arms both learned; supported when both halves hold, not "

@@ -21,6 +21,8 @@ from pathlib import Path
 
 #: The figures copied beside the page: the answer's overview, then the central claims' forest plots.
 FIGURES = ("overview-forest", "forest-c6", "forest-c9", "forest-c7", "forest-c18", "forest-c2")
+#: The preset the page reports.
+FULL = Path(__file__).parents[1] / "pelab" / "presets" / "full.toml"
 #: The report's section the page keeps: its first screen (the answer, the overview figure, published vs measured).
 KEEP = ("## What this run says",)
 
@@ -62,9 +64,18 @@ def verdict_table(claims: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_ids(folder: Path) -> list[str]:
+def run_ids(folder: Path, preset: Path = FULL) -> list[str]:
+    """The finished runs the report read: those of the preset's design as the folder's rounds set it
+    (``sequential.json``). A store may hold more (a round begun under other decisions, then interrupted); they
+    are no part of this study, so the page neither counts nor lists them."""
+    from pelab.study.design import load_design
+    from pelab.study.grid import load_study
+
+    study, _ = load_design(folder, load_study(preset))
+    planned = {r.run_id for r in study.runs}
     with sqlite3.connect(folder / "results.sqlite") as conn:
-        return sorted(r[0] for r in conn.execute("SELECT run_id FROM runs WHERE status = 'done'"))
+        done = {r[0] for r in conn.execute("SELECT run_id FROM runs WHERE status = 'done'")}
+    return sorted(done & planned)
 
 
 def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall: str) -> Path:

@@ -72,3 +72,20 @@ def test_key_number_keeps_the_interval_and_drops_the_prose() -> None:
         "356 of 512 dimensions vary by > 0.1 (156 hardly move)"
     )
     assert len(key("x" * 500)) == 140
+
+
+def test_the_page_lists_only_the_runs_of_the_studys_design(tmp_path: Path) -> None:
+    """A store may hold runs outside the design its rounds set (a round begun under other decisions, then
+    interrupted): the page counts and lists the design's runs alone. Here a store holds the full preset's first
+    round (no round recorded yet, so the design is that round) and one run of an eleventh seed."""
+    import sqlite3
+
+    from pelab.study.grid import load_study
+
+    study = load_study(FULL)
+    first = sorted(r.run_id for r in study.runs)
+    extra = next(r.run_id for r in with_seeds(study, {study.runs[0].arm_id: 11}).runs if r.run_id not in set(first))
+    with sqlite3.connect(tmp_path / "results.sqlite") as conn:
+        conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, status TEXT)")
+        conn.executemany("INSERT INTO runs VALUES (?, 'done')", [(r,) for r in [*first, extra]])
+    assert _maker().run_ids(tmp_path) == first

@@ -405,3 +405,17 @@ def test_wins_that_share_a_task_say_so() -> None:
     assert where_won([won("sort"), won("sort"), won("sort"), won("copy")]) == " (3 on sort)"
     assert where_won([won("sort"), won("sort")]) == " (all on sort)"
     assert where_won([won("sort"), won("copy")]) == "" and where_won([won("sort")]) == ""
+
+
+def test_the_open_rows_bound_is_read_on_accuracy_where_there_is_one() -> None:
+    """full's C6 strung four metrics into one bound ("221.6% in held-out loss or 1.3 pp accuracy or 0.9 pp area
+    under the learning curve"); where some open rows read accuracy, they give the bound and the rest are counted."""
+    from pelab.report.first_screen import by_scheme
+
+    rows = [row("f", "concat_split", "add", -0.01, 0.013, INCONCLUSIVE),
+            row("f", "concat_split", "add", -2.0, 0.5, INCONCLUSIVE, metric="loss"),
+            row("f", "concat_split", "add", -0.009, 0.004, INCONCLUSIVE, metric="auc")]  # fmt: skip
+    assert by_scheme(rows) == (
+        "1.3 pp accuracy (2 more read on held-out loss or learning speed, accuracy being at its ceiling)"
+    )
+    assert by_scheme(rows[1:2]).endswith("in held-out loss")  # no accuracy row: the loss bound it has

@@ -416,6 +416,6 @@ def test_the_open_rows_bound_is_read_on_accuracy_where_there_is_one() -> None:
             row("f", "concat_split", "add", -2.0, 0.5, INCONCLUSIVE, metric="loss"),
             row("f", "concat_split", "add", -0.009, 0.004, INCONCLUSIVE, metric="auc")]  # fmt: skip
     assert by_scheme(rows) == (
-        "1.3 pp accuracy (2 more read on held-out loss or learning speed, accuracy being at its ceiling)"
+        "1.3 pp accuracy (2 of them read on held-out loss or learning speed, accuracy being at its ceiling)"
     )
     assert by_scheme(rows[1:2]).endswith("in held-out loss")  # no accuracy row: the loss bound it has

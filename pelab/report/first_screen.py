@@ -91,13 +91,13 @@ def at_most(rows: Rows) -> str:
 def by_scheme(rows: Rows) -> str:
     """``at_most`` of the rows, per position scheme where they have several ("2.1 pp accuracy with learned positions
     and 24.4 pp accuracy with sinusoidal ones"): one scheme's wide interval should not speak for the other's. Where
-    some rows read accuracy, those give the bound and the others are counted ("; 4 more read on held-out loss or
+    some rows read accuracy, those give the bound and the others are counted ("4 of them read on held-out loss or
     learning speed"): a relative loss bound near the loss floor (two arms at 0.01 and 0.03 nats, "200%") says little
     beside an accuracy bound, and a sentence that strings every metric together says less."""
     on_acc = [r for r in rows if r.get("metric") == "acc" and r.get("resolution")]
     others = [r for r in rows if r.get("metric") != "acc" and r.get("resolution")]
     if on_acc and others:
-        more = f" ({len(others)} more read on held-out loss or learning speed, accuracy being at its ceiling)"
+        more = f" ({len(others)} of them read on held-out loss or learning speed, accuracy being at its ceiling)"
         return _by_scheme(on_acc) + more
     return _by_scheme(rows)
 

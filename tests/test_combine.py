@@ -18,7 +18,7 @@ from pelab.errors import PelabError
 from pelab.model import Transformer
 
 TABLE_SCHEMES = {"sinusoidal", "learned", "sincos2d"}
-CONCAT = {"concat_split", "concat_wide", "concat_project"}
+CONCAT = ("concat_split", "concat_wide", "concat_project")  # ordered: parametrize ids must not depend on hashing
 
 
 def paper_pe(length: int, d: int) -> np.ndarray:

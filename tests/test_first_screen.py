@@ -170,6 +170,19 @@ def test_a_claims_count_reads_its_deciding_family_alone() -> None:
     assert short_figure(c) == "1 of 2 comparisons support it"
 
 
+def test_a_decided_claim_of_halves_names_them_not_an_open_halfs_bound() -> None:
+    """quick's C2 read "not supported · 3 undecided, within ±148.7% …": the bound of a half still open, beside a
+    verdict another half decided. A decided claim of halves names each half's verdict instead."""
+    from pelab.report.first_screen import short_figure
+
+    c = claim("C2", NOT_SUPPORTED, [])
+    c.halves = {"overlap falls": SUPPORTED, "add not worse": INCONCLUSIVE, "concat_split better somewhere": SUPPORTED}
+    c.open, c.resolution = True, {"text": "its 3 undecided comparisons lie within ±148.7% of B's held-out loss"}
+    assert short_figure(c) == (
+        f"overlap falls: {SUPPORTED}; add not worse: {INCONCLUSIVE}; concat_split better somewhere: {SUPPORTED}"
+    )
+
+
 def test_a_claim_not_run_whose_other_half_ran_says_both() -> None:
     """C4 in quick: its 'removing them costs' half needs untied arms (full only), its shares half ran and is open.
     The claim is 'not run' by its rule; its line names the command first, then the measured half's resolution,

@@ -332,6 +332,9 @@ def short_figure(c: Any) -> str:
         measured = [h for h, v in (c.halves or {}).items() if v == INCONCLUSIVE]
         what = f"{measured[0]}: " if len(measured) == 1 else "measured here: "
         return f"{FULL_COMMAND} runs the rest; {what}{short_resolution(c.resolution['text'])}"
+    halves = getattr(c, "halves", None) or {}
+    if halves and c.verdict in (SUPPORTED, NOT_SUPPORTED):  # decided: by which half, not an open half's bound
+        return "; ".join(f"{h}: {v}" for h, v in halves.items())
     if c.open and c.resolution:
         return short_resolution(c.resolution["text"])
     if rows and c.verdict == SUPPORTED:

@@ -202,6 +202,11 @@ def test_what_this_run_says_comes_first(tmp_path: Path) -> None:
     assert html.index("on 0 of 3") < html.index("~3k parameters") < html.index('id="summary"')
     assert "~3k parameters, 25k tokens per run" in md
     assert f"- {VERDICT_GLYPH[NO_INFO]} **{NO_INFO}** · [C9](#c9) t" in md
+    listed = md[md.index("## Every claim") :].split("\n## ")[0]
+    assert [ln[:3] for ln in listed.splitlines() if ln.startswith("- ")] == [
+        "- " + VERDICT_GLYPH[INCONCLUSIVE],
+        "- " + VERDICT_GLYPH[NO_INFO],
+    ]  # one a line
     # a claim of two halves says which holds in the list (full's C4: "not supported", though its first half held)
     halves = {"cross terms carry ≥ 10%": "supported", "removing them costs": "not supported"}
     html, md = render(tmp_path, [claim(id="C4", verdict=NOT_SUPPORTED, halves=halves)], sentences=sentences, scale="")

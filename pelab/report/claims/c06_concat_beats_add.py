@@ -34,7 +34,8 @@ def rule_c6(comps: list[Comparison], floor: float, margin: float) -> Family:
     "supported when concat_split − add is above 0 beyond the Holm-corrected interval on some comparison "
     "whose arms both learned (floor {floor}; a win over an arm below it is budget too small, not a win); not "
     "supported when every informative comparison has add ahead or the two "
-    "within the margin ({margin} accuracy, ±2% relative loss); deciding metric: accuracy, then held-out loss "
+    "within the margin ({margin} accuracy, ±2% relative loss, at least 0.01 nats); deciding metric: accuracy, "
+    "then held-out loss "
     "where accuracy carries no information, then how fast each learned (area under the learning curve) where both "
     "arms also sit below the loss floor; a win on that last one alone is named a learning-speed win",
     metrics=CHAIN,

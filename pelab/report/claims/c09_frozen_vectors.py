@@ -38,9 +38,9 @@ def c9_frame(ctx: ReportContext) -> pd.DataFrame:
     "while concatenating leaves it intact.",
     "an answer to the question",
     "supported when add trails a concat arm at equal width (concat_split against add at d; concat_wide against add "
-    "at its total width d + d_position) beyond the Holm-corrected interval on some comparison with an arm above the "
-    "study's floor ({floor}); not supported when every informative comparison is within the margin ({margin}) or "
-    "favours add; deciding metric: accuracy, then held-out loss",
+    "at its total width d + d_position) beyond the Holm-corrected interval on some comparison whose arms are "
+    "both above the study's floor ({floor}); not supported when every informative comparison is within the margin "
+    "({margin}) or favours add; deciding metric: accuracy, then held-out loss",
     metrics=CHAIN,
 )
 def c9(ctx: ReportContext, r: ClaimResult) -> ClaimResult:

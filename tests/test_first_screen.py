@@ -432,3 +432,17 @@ def test_the_open_rows_bound_is_read_on_accuracy_where_there_is_one() -> None:
         "1.3 pp accuracy (2 of them read on held-out loss or learning speed, accuracy being at its ceiling)"
     )
     assert by_scheme(rows[1:2]).endswith("in held-out loss")  # no accuracy row: the loss bound it has
+
+
+def test_a_win_decided_early_and_not_borne_out_later_says_so() -> None:
+    """quick's C6 win (lookup, held-out loss) was decided at 5 seeds; its arms got 3 more for C2 and C10, on which
+    it reads otherwise. The verdict stands (the design stopped there); the sentence tells the reader."""
+    from pelab.rules import EARLY
+
+    note = f"{EARLY} 5 seeds; seeds its arms got later, for other comparisons, do not reopen it; read on all 8 seeds: " \
+           f"A − B -1.1 pp [-4.3 pp, +2.1 pp] accuracy, {INCONCLUSIVE}"  # fmt: skip
+    won = row("concat_split vs add", "concat_split", "add", 0.02, 0.1, SUPPORTED, notes=[note], a_runs=["1"],
+              b_runs=["2"])  # fmt: skip
+    text = answer_sentences([claim("C6", SUPPORTED, [won])])[0]["text"]
+    assert "on 1 of 1 comparisons, all with learned positions, decided at an early look and not borne out on all " \
+           "its arms' seeds" in text  # fmt: skip

@@ -16,7 +16,18 @@ from pelab.report.context import ReportContext
 from pelab.report.forest import below_floor
 from pelab.report.registry import DOC, ClaimResult
 from pelab.report.tables import loss_disagrees, speed_only
-from pelab.rules import ERROR, EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
+from pelab.rules import (
+    EARLY,
+    ERROR,
+    EXACT,
+    INCONCLUSIVE,
+    NO_INFO,
+    NOT_RUN,
+    NOT_SUPPORTED,
+    REPORTED,
+    SUPPORTED,
+    TOO_SMALL,
+)
 from pelab.rules.resolution import claim_resolution
 
 #: The order a reader asking "added or concatenated?" wants the answers in: the direct comparison, what
@@ -125,6 +136,19 @@ def who_won(records: list[dict[str, Any]]) -> str:
     return ", " + ", ".join(f"{n} with {s}" for s, n in schemes.most_common()) + " positions"
 
 
+def early(won: list[dict[str, Any]]) -> str:
+    """ ", 1 decided at an early look and not borne out on all its seeds": a win the sequential design stopped at
+    (``rules.EARLY``), whose arms got more seeds for other comparisons that read it otherwise. The verdict stands;
+    the reader is told."""
+    n = sum(any(str(x).startswith(EARLY) and not str(x).endswith(f", {SUPPORTED}") for x in r.get("notes", []))
+            for r in won)  # fmt: skip
+    if not n:
+        return ""
+    if len(won) == 1:
+        return ", decided at an early look and not borne out on all its arms' seeds"
+    return f", {n} of them decided at an early look and not borne out on all their arms' seeds"
+
+
 def where_won(won: list[dict[str, Any]]) -> str:
     """ " (all on sort)", " (3 on sort)": where several wins share one task, so four wins are not read as four
     tasks."""
@@ -147,7 +171,7 @@ def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
         return f"none of {len(rows)} comparisons"
     speed = sum(r["metric"] == "auc" for r in won)
     how = ", all on learning speed alone" if speed == len(won) else f", {speed} on learning speed" if speed else ""
-    text = f"{len(won)} of {len(rows)} comparisons{where_won(won)}{how}{who_won(won)}"
+    text = f"{len(won)} of {len(rows)} comparisons{where_won(won)}{how}{who_won(won)}{early(won)}"
     unlearned = sum(below_floor(r, floor, "b") for r in won) if floor is not None else 0  # B: the losing arm
     if unlearned:
         which = "each" if unlearned == len(won) else f"{unlearned} of them"

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from pelab.rules.compare import SHORT, Comparison, Side, Test, from_diffs, paired_test, setting_text
 from pelab.rules.families import (
+    EARLY,
     FLOOR_POLICY,
     Evidence,
     chain_for,
@@ -92,6 +93,7 @@ __all__ = [
     "ERROR",
     "EXACT",
     "Evidence",
+    "EARLY",
     "FLOOR_POLICY",
     "Family",
     "INCONCLUSIVE",

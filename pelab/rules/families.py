@@ -12,7 +12,7 @@ from typing import Literal
 
 from pelab.rules.compare import Comparison, Side, Test, from_diffs, paired_test
 from pelab.rules.metrics import ALPHA, MIN_EQUIVALENCE_SEEDS, RELATIVE_MARGIN, margin_for, metric
-from pelab.rules.rows import Family, Kind, Row, _capped, _decide, holm, second_opinion
+from pelab.rules.rows import Family, Kind, Row, _capped, _decide, difference_text, holm, second_opinion
 from pelab.rules.verdicts import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL
 from pelab.study.design import looks_for
 from pelab.study.sequential import SPENDING_NAMES, Looks
@@ -178,15 +178,25 @@ def decide(
     rows = []
     for i in range(len(items)):
         stopped = next((f.rows[i] for f in per_look if f.rows[i].verdict in (SUPPORTED, NOT_SUPPORTED)), None)
-        row = stopped or per_look[-1].rows[i]
-        if stopped is not None and stopped is not per_look[-1].rows[i] and stopped.test is not None:
+        last = per_look[-1].rows[i]
+        row = stopped or last
+        if stopped is not None and stopped is not last and stopped.test is not None:
+            later = ""
+            if last.test is not None and last.test.n > stopped.test.n:  # said beside it, never instead of it
+                later = (
+                    f"; read on all {last.test.n} seeds: {difference_text(last.test, last.interval)}, {last.verdict}"
+                )
             row.notes.append(
-                f"decided at the look at {stopped.test.n} seeds; seeds its arms got later, for other comparisons, "
-                "do not reopen it"
+                f"{EARLY} {stopped.test.n} seeds; seeds its arms got later, for other comparisons, do not reopen it"
+                f"{later}"
             )
         rows.append(row)
     last = per_look[-1]
     return Family(rows, combine_verdicts([r.verdict for r in rows], combine), kind, combine, last.correction)
+
+
+#: How the note of a comparison decided before its arms' last look begins (the first screen counts them).
+EARLY = "decided at the look at"
 
 
 def _looks_of(item: Evidence) -> Looks | None:

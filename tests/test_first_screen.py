@@ -439,8 +439,8 @@ def test_a_win_decided_early_and_not_borne_out_later_says_so() -> None:
     it reads otherwise. The verdict stands (the design stopped there); the sentence tells the reader."""
     from pelab.rules import EARLY
 
-    note = f"{EARLY} 5 seeds; seeds its arms got later, for other comparisons, do not reopen it; read on all 8 seeds: " \
-           f"A − B -1.1 pp [-4.3 pp, +2.1 pp] accuracy, {INCONCLUSIVE}"  # fmt: skip
+    note = (f"{EARLY} 5 seeds; seeds its arms got later, for other comparisons, do not reopen it; read on all 8 "
+            f"seeds: A − B -1.1 pp [-4.3 pp, +2.1 pp] accuracy, {INCONCLUSIVE}")  # fmt: skip
     won = row("concat_split vs add", "concat_split", "add", 0.02, 0.1, SUPPORTED, notes=[note], a_runs=["1"],
               b_runs=["2"])  # fmt: skip
     text = answer_sentences([claim("C6", SUPPORTED, [won])])[0]["text"]

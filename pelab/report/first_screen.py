@@ -16,7 +16,7 @@ from typing import Any
 
 from pelab.report.forest import scale_of
 from pelab.report.summary import FULL_COMMAND, PHRASE, wins_text
-from pelab.rules import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, metric
+from pelab.rules import INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED, TOO_SMALL, metric
 
 Rows = Sequence[Mapping[str, Any]]
 #: The longest claim line (``claim_line``), in words.
@@ -254,6 +254,11 @@ def versus(r: Mapping[str, Any], b: str | None = None) -> str:
     else:
         other = arm_name(r["b"])
     b = b or other.split(" + ")[0]  # the scheme: "sinusoidal + add" reads "sinusoidal"
+    if metric(r["metric"]).relative and max(abs(lo), abs(hi)) <= RELATIVE_MARGIN:  # a gap inside the margin
+        how = "ahead by" if lo > 0 else "behind by" if hi < 0 else "within"
+        span = f"{how} {100 * min(abs(lo), abs(hi)):.1f}% to {100 * max(abs(lo), abs(hi)):.1f}%" if how != "within" \
+            else f"within ±{100 * max(abs(lo), abs(hi)):.1f}%"  # fmt: skip
+        return f"within the ±{RELATIVE_MARGIN:.0%} margin of {b} ({span})"
     if lo > 0:
         return f"ahead of {b} by {size_text(r, lo).split(' ', 1)[0]} to {size_text(r, hi)}"
     if hi < 0:

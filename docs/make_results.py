@@ -109,7 +109,7 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
     page = [
         "# What pelab finds at the full budget",
         "",
-        "The full preset's study (`pelab/presets/full.toml`), run once from a fresh clone, and its report's first "
+        "The full preset's study (`pelab/presets/full.toml`), from a fresh clone, and its report's first "
         "screen and verdicts, unedited. Verdicts hold at this scale only (small models, short training, 2 CPU "
         "cores); rerun it to check them, or change the preset to ask your own question. "
         "tests/test_docs_results.py fails when the code no longer computes these runs' ids (the page is then "

@@ -40,13 +40,16 @@ vocab = 8
 d = 16
 n_heads = 2
 [train]
-steps = 300
+steps = {steps}
 eval_batches = 2
 [axes]
 "model.position.scheme" = ["sinusoidal", "learned"]
 "model.combine" = ["add", "concat_split"]
 """
 N_RUNS = 8
+#: Long enough that a group of two seeds takes a few seconds even on a fast CPU: each interruption must land while
+#: groups are still running (at 300 steps, on an AVX-512 Xeon, all 8 runs were stored before Ctrl-C arrived).
+STEPS = 1200
 COMPARED = "run_id, config, status, metrics, evals, curve, params, flops_per_token"
 
 
@@ -70,7 +73,7 @@ def checkpoints(out: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def study_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     f = tmp_path_factory.mktemp("raystudy") / "raytest.toml"
-    f.write_text(STUDY)
+    f.write_text(STUDY.format(steps=STEPS))
     return f
 
 
@@ -203,7 +206,7 @@ def test_two_hosts_drop_an_interrupted_driver_and_survive_a_lost_node(
 
         # Ctrl-C on a driver whose runs are training on both nodes: the driver leaves, the cluster drops its tasks.
         slow = tmp_path / "slow.toml"
-        slow.write_text(STUDY.replace("steps = 300", "steps = 5000"))
+        slow.write_text(STUDY.format(steps=5000))
         argv = [sys.executable, "-m", "pelab", "study", str(slow), "--out", str(tmp_path / "slow"), "--backend",
                 "ray", "--address", f"{head_ip}:{port}", "--no-report"]  # fmt: skip
         driver = head.popen(argv, env=ray_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

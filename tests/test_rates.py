@@ -129,3 +129,18 @@ def test_the_report_says_how_the_rate_was_set() -> None:
     assert tuned.startswith("each arm kept its best of 0.001, 0.003, 0.01 on validation")
     fixed = rate_note(parse_study(STUDY.replace("lr = [1e-3, 3e-3, 1e-2]", "lr = 3e-3").format(fixed=0.02)))
     assert fixed.startswith("one fixed rate per task (0.003, 0.02)") and "not tuned per arm" in fixed
+
+
+def test_a_study_with_a_rate_grid_writes_its_report_with_the_fixed_rate_verdicts(tmp_path) -> None:
+    """The paper preset's path end to end, at a toy size: every arm trained at every rate, the report decides every
+    claim on the kept rates and again at the middle rate alone (a regression: that second pass once raised)."""
+    from pelab.report.build import build_report
+    from pelab.study.driver import run_study
+
+    study = parse_study(STUDY.format(fixed=0.02))
+    outcome = run_study(study, tmp_path, workers=1, quiet=True)
+    assert outcome.ran == 14 and outcome.failed == 0
+    _, md, claims = build_report(tmp_path)
+    text = md.read_text()
+    assert "Learning rates" in text and "Each arm's rate" in text
+    assert not [c.id for c in claims if c.verdict == "error"], [(c.id, c.key) for c in claims if c.verdict == "error"]

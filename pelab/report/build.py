@@ -134,7 +134,8 @@ def rates_section(ctx: ReportContext, claims: list[ClaimResult]) -> Section | No
     at_fixed = replace(
         ctx, frame=rates.at_rate(ctx.frame_all, ctx.study.tuned, fixed), rate_choices=[], analyses=dict(ctx.analyses)
     )
-    fixed_claims = {c.id: c for c in _run_claims(at_fixed)}
+    decided = {c.id for c in claims}
+    fixed_claims = {c.id: c for c in _run_claims(at_fixed, [s for s in all_claims() if s.id in decided])}
     changed, compare = 0, []
     for c in claims:
         other = fixed_claims.get(c.id)

@@ -60,3 +60,22 @@ def test_large_activations_train_one_seed_at_a_time_small_ones_stack() -> None:
     assert [len(g) for g in stack_groups(big, workers=1)] == [1, 1, 1, 1]
     small = [_cfg(s) for s in range(4)]  # 32 x 6 x 16 values a seed
     assert [len(g) for g in stack_groups(small, workers=1)] == [4]
+
+
+def test_on_a_gpu_large_activations_stack_too_within_memory() -> None:
+    """The cache bound is a CPU's: on a GPU the paper's language model (524k activation values a seed) trains its
+    seeds as one stack, and only memory (``budget``) splits it."""
+    from pelab.preflight import estimate
+
+    big = [RunConfig.model_validate({"task": {"name": "charlm", "length": 128}, "model": {"d": 128}, "seed": s})
+           for s in range(5)]  # fmt: skip
+    assert [len(g) for g in stack_groups(big, workers=1, gpu=True)] == [5]
+    assert [len(g) for g in stack_groups(big, workers=1)] == [1] * 5
+    need = estimate(big[0]).bytes
+    assert sorted(len(g) for g in stack_groups(big, workers=1, budget=2 * need + 1, gpu=True)) == [1, 2, 2]
+
+
+def test_on_a_gpu_a_stack_is_not_split_to_feed_more_processes() -> None:
+    runs = [_cfg(s) for s in range(5)]
+    assert sorted(len(g) for g in stack_groups(runs, workers=4)) == [1, 1, 1, 2]
+    assert [len(g) for g in stack_groups(runs, workers=4, gpu=True)] == [5]

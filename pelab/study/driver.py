@@ -161,7 +161,8 @@ def run_study(
                     console.print(expected_line(pending, backend, workers, device))
                     for why, n in _unstacked(pending).items():
                         console.print(f"{n} arm(s) train one seed at a time ({why}); the rest train stacked")
-            groups = stack_groups(pending, slots, budget=_stack_budget(backend, device, slots))
+            gpu = device.startswith("cuda") or (device == "auto" and backend == "local" and _cuda())
+            groups = stack_groups(pending, slots, budget=_stack_budget(backend, device, slots), gpu=gpu)
             pace = Pace({c.run_id: group_seconds(g) / len(g) for g in groups for c in g})
             with _progress(console, quiet) as progress:
                 task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="", left="")
@@ -203,6 +204,12 @@ def _stack_budget(backend: str, device: str, slots: int) -> int:
     if backend != "local":
         return RAY_NODE_BYTES // 2
     return machine_bytes("cpu" if device == "auto" else device) // (2 * max(1, slots))
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _unstacked(pending: list[RunConfig]) -> dict[str, int]:

@@ -17,8 +17,10 @@ from pelab.config import RunConfig
 MAX_STACK = 8
 #: Stacking pays where a step is many small operator calls; where a seed's activations are already large
 #: (charlm at d=64 and 64 bytes: 2048 rows of 64), a stack only makes every tensor bigger than the CPU's caches
-#: and is slower per seed than one at a time (bench/study.py). So a stack holds at most this many activation
-#: values per row-block (seeds x batch x sequence x model width): 512 KiB of fp32, about a core's L2.
+#: and is slower per seed than one at a time (bench/study.py). So on a CPU a stack holds at most this many
+#: activation values per row-block (seeds x batch x sequence x model width): 512 KiB of fp32, about a core's L2.
+#: A GPU has no such cliff at these sizes (the paper's language model, 524k values a seed, is still launch-bound
+#: there: bench/study.py --device cuda), so on a GPU only memory and MAX_STACK bound a stack.
 STACK_VALUES = 131_072
 
 
@@ -31,17 +33,23 @@ def unstackable(cfg: RunConfig) -> str | None:
 
 
 def stack_groups(
-    runs: Sequence[RunConfig], workers: int = 1, most: int = MAX_STACK, budget: int | None = None
+    runs: Sequence[RunConfig],
+    workers: int = 1,
+    most: int = MAX_STACK,
+    budget: int | None = None,
+    gpu: bool = False,
 ) -> list[list[RunConfig]]:
     """``runs`` as groups of one arm's seeds: at most ``most`` each and, with ``budget``, no more seeds than fit
-    in that many bytes (``pelab.preflight``: a stack needs each seed's memory); at least ``workers`` groups where
-    the runs allow it; the costliest first (by ``pelab.study.estimate``)."""
+    in that many bytes (``pelab.preflight``: a stack needs each seed's memory); on a CPU (``gpu`` False) no more
+    than fit its caches (``STACK_VALUES``) and at least ``workers`` groups where the runs allow it; the costliest
+    first (by ``pelab.study.estimate``)."""
     from pelab.preflight import estimate
     from pelab.study.estimate import group_seconds
 
     def cap(cfg: RunConfig) -> int:
         fits = most if budget is None else budget // max(1, estimate(cfg).bytes)
-        return max(1, min(most, fits, STACK_VALUES // max(1, values_per_seed(cfg))))
+        cached = most if gpu else STACK_VALUES // max(1, values_per_seed(cfg))
+        return max(1, min(most, fits, cached))
 
     arms: dict[str, list[RunConfig]] = {}
     singles: list[list[RunConfig]] = []
@@ -51,7 +59,9 @@ def stack_groups(
         else:
             arms.setdefault(r.arm_id, []).append(r)
     groups = [s[i : i + cap(s[0])] for s in arms.values() for i in range(0, len(s), cap(s[0]))] + singles
-    while len(groups) < workers and any(len(g) > 1 for g in groups):
+    # A CPU core left idle is lost; on a GPU, where a stack of 5 costs about what one seed does, splitting a stack
+    # to feed another process only shares the GPU more finely (bench/study.py --device cuda: 2.4x against 1.7x).
+    while not gpu and len(groups) < workers and any(len(g) > 1 for g in groups):
         g = max((g for g in groups if len(g) > 1), key=len)
         groups.remove(g)
         half = (len(g) + 1) // 2

@@ -9,6 +9,7 @@ reference measured in the same run (1 worker), since these machines are noisy.
 
     python bench/study.py [--steps 100] [--seeds 2] [--device cuda]
     python bench/study.py --stacked [--repeats 3]      # seeds per CPU-minute only
+    python bench/study.py --device cuda --stacked      # seeds per GPU-minute, and the paper's LM by the driver
     python bench/study.py --phases pelab-out/quick     # a finished study: its report is rebuilt in a copy
 """
 
@@ -113,6 +114,81 @@ def seeds_per_minute(repeats: int = 3, steps: int = 60, stack: int = 5) -> None:
               f" {rate['stack']:6.1f} x{rate['stack'] / base:.2f}")  # fmt: skip
 
 
+def gpu_seeds_per_minute(device: str, repeats: int = 2, steps: int = 100) -> None:
+    """Seeds per GPU-minute in one process: a stack of 1, 5 and 8 seeds of each size (``pelab.train.train_group``
+    on ``device``). On a GPU these models are launch-bound, so a stack should cost about what one seed does."""
+    from pelab.train import train_group
+
+    print(f"seeds per GPU-minute on {device}, one process, {steps} steps, median of {repeats} (ratios against 1):")
+    print(f"  {'arm size':32s} {'stack of 1':>10s} {'of 5':>12s} {'of 8':>12s}")
+    for label, (task, model, batch) in SIZES.items():
+        cfgs = [
+            RunConfig.model_validate({"task": task, "model": {"n_heads": 4, **model},
+                                      "train": {"steps": steps, "batch_size": batch, "eval_batches": 2}, "seed": s})
+            for s in range(8)
+        ]  # fmt: skip
+        train_group(cfgs[:1], device=device)  # warm-up: data sets, corpus, kernels
+        times: dict[int, list[float]] = defaultdict(list)
+        for _ in range(repeats):
+            for n in (1, 5, 8):
+                t0 = time.perf_counter()
+                results = train_group(cfgs[:n], device=device)
+                assert all(r.status == "done" for r in results), [r.reason for r in results]
+                times[n].append((time.perf_counter() - t0) / n)
+        rate = {n: 60 / sorted(t)[len(t) // 2] for n, t in times.items()}
+        print(f"  {label:32s} {rate[1]:10.1f} {rate[5]:7.1f} x{rate[5] / rate[1]:.2f}"
+              f" {rate[8]:7.1f} x{rate[8] / rate[1]:.2f}")  # fmt: skip
+
+
+PAPER_LM = """
+name = "paper's language model"
+seeds = [0, 1, 2, 3, 4]
+[task]
+name = "charlm"
+length = 128
+[model]
+d = 128
+n_layers = 4
+n_heads = 4
+combine = "none"
+[train]
+steps = {steps}
+batch_size = 32
+eval_batches = 4
+[axes]
+"model.position.scheme" = ["rotary", "none", "alibi", "t5"]
+"""
+
+
+def gpu_study(device: str, steps: int) -> None:
+    """The paper preset's language model (4 arms x 5 seeds) through the study driver on ``device``: every seed in
+    its own process, 8 sharing the GPU (how the driver ran it before stacks were allowed on a GPU), against whole
+    stacks with 2, 4 and 8 processes sharing it (on a GPU the driver no longer splits a stack to feed a process)."""
+    from functools import partial
+
+    import pelab.study.driver as driver
+    from pelab.study.groups import stack_groups
+
+    study = parse_study(PAPER_LM.format(steps=steps))
+    print(f"paper's language model (charlm d=128, 128 bytes, 4 layers), 20 runs of {steps} steps, on {device}:")
+    base = None
+    ways = [("one seed a process, 8 per GPU", 1, 8)] + [(f"stacks, {n} per GPU", None, n) for n in (2, 4, 8)]
+    for label, most, rpg in ways:
+        driver.stack_groups = partial(stack_groups, most=most) if most else stack_groups
+        with tempfile.TemporaryDirectory() as out:
+            start = time.perf_counter()
+            gpu = {"runs_per_gpu": rpg} if device.startswith("cuda") else {"workers": min(rpg, os.cpu_count() or 1)}
+            outcome = driver.run_study(study, out, device=device, quiet=True, **gpu)
+            seconds = time.perf_counter() - start
+        rpm = 60 * outcome.ran / seconds
+        base = base or rpm
+        print(
+            f"  {label:30s} {outcome.ran} runs ({outcome.failed} failed) in {seconds:6.1f}s = {rpm:6.1f} runs/min"
+            f" (x{rpm / base:.2f})"
+        )
+    driver.stack_groups = stack_groups
+
+
 def data_share(task_name: str, length: int, steps: int = 50, batch: int = 32) -> tuple[float, float]:
     """(seconds generating data, seconds for whole steps) over ``steps`` training steps."""
     cfg = RunConfig(task={"name": task_name, "length": length}, model={"d": 64})
@@ -201,6 +277,10 @@ def main() -> None:
     print(f"grid: 4 arms x {args.seeds} seeds, reverse n=12, d=32, {args.steps} steps each")
     base = None
     if args.device.startswith("cuda"):
+        gpu_seeds_per_minute(args.device, args.repeats)
+        gpu_study(args.device, max(args.steps, 300))
+        if args.stacked:
+            return
         for rpg in (1, 2, 4, 8):
             rpm, ran, seconds = runs_per_minute(args.steps, args.seeds, None, args.device, rpg)
             base = base or rpm

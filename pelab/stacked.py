@@ -6,10 +6,15 @@ E head width, F feed-forward width, V output classes, N = B·T rows.
 
 Why this shape. At pelab's sizes (d = 16..128) a training step is dominated by the cost of each operator
 call, not by arithmetic, so a stack of S seeds trains in little more time than one. The parameters stay
-the seeds' own ``Transformer`` modules, one per seed, with their own initialisation from their own seed:
-each step stacks the block weights (a copy of a few hundred kilobytes), and gradients flow back through
-the stack to each seed's parameters. So the optimiser, gradient clipping, evaluation and checkpoints see
-ordinary per-seed models, exactly as a run alone would.
+the seeds' own ``Transformer`` modules, one per seed, with their own initialisation from their own seed.
+While a stack trains, the weights of the blocks and of the output side (final norm, head) live in one
+tensor per weight with a leading seed dimension (``StackedForward.leaves``), and each seed's own parameters
+are views of its slice: stacking them anew every step, and sending each gradient back through the stack,
+cost a tenth of a small model's step. The optimiser still steps each seed's own parameter objects, with each
+leaf's gradient handed to them as slices (``hand_grads``), so its arithmetic runs on the same tensor shapes as
+a seed alone (AdamW's vector loops leave a scalar tail that depends on a tensor's length: stepping the stacked
+tensor instead moved numbers by an ulp). ``release`` gives each seed its own storage again for evaluation,
+analyses and checkpoints.
 
 What makes a seed's numbers independent of its neighbours: every operation here either acts on one seed's
 slice alone (``bmm``, whose batch entries are separate matrix products; attention, whose seeds are folded
@@ -52,11 +57,19 @@ def _drop(x: Tensor, p: float) -> Tensor:
     return F.dropout(x, p) if p > 0 else x
 
 
+#: The parameters a stack holds as one leaf each, by name within a ``Transformer``: every block's and the
+#: output side's. The input side (token, segment and position vectors, a combiner's own parameters) stays each
+#: seed's own: it differs per scheme and combiner and costs a handful of calls.
+STACKED_PREFIXES = ("blocks.", "ln_f.", "head.")
+
+
 class StackedForward:
     """The forward pass of S ``Transformer``s that share a config (they differ only in seed).
 
-    Holds no parameters of its own: ``__call__`` reads the models' current parameters, so an optimiser
-    stepping the models is all training needs.
+    Holds the stacked leaves of the models' block and output weights (``leaves``, one (S, ...) tensor per name),
+    built from the models' current values, and makes those parameters of each model views of its slice; the
+    input side reads each model's own parameters. An optimiser steps the models' parameters as ever, after
+    ``hand_grads``; ``release`` ends the sharing.
     """
 
     def __init__(self, models: Sequence[Transformer]) -> None:
@@ -69,6 +82,29 @@ class StackedForward:
             raise ValueError("dropout draws from the global generator: seeds with dropout train one at a time")
         self.models = list(models)
         self.cfg = cfg
+        self._params = [dict(m.named_parameters()) for m in self.models]
+        stacked = [n for n in self._params[0] if n.startswith(STACKED_PREFIXES)]
+        self.leaves: dict[str, Tensor] = {}
+        with torch.no_grad():
+            for n in stacked:
+                leaf = _stack([p[n] for p in self._params]).requires_grad_(self._params[0][n].requires_grad)
+                for s, p in enumerate(self._params):
+                    p[n].data = leaf.data[s]  # the seed's own parameter object, now a view of its slice
+                self.leaves[n] = leaf
+
+    def hand_grads(self) -> None:
+        """After ``backward``: each seed's stacked parameters get their slice of the leaf's gradient (a view), where
+        an optimiser and gradient clipping read them as a seed alone would have them."""
+        for n, leaf in self.leaves.items():
+            for s, p in enumerate(self._params):
+                p[n].grad = None if leaf.grad is None else leaf.grad[s]
+
+    def release(self) -> None:
+        """Each seed's stacked parameters back in storage of their own (the values they trained to)."""
+        with torch.no_grad():
+            for n in self.leaves:
+                for p in self._params:
+                    p[n].data = p[n].data.clone()
 
     def __call__(self, inputs: Tensor, segments: Tensor | None = None) -> Tensor:
         """inputs (S, B, T) ids or (S, B, T, P) vectors; segments (S, B, T) or None -> logits (S, B, T, V)
@@ -76,6 +112,9 @@ class StackedForward:
         S, B, T = inputs.shape[:3]
         assert S == len(self.models), "one input batch per model"
         first = self.models[0]
+        w = self.leaves
+        for leaf in w.values():  # a fresh gradient each step, as zero_grad(set_to_none) gives the seeds' own
+            leaf.grad = None
         positions = torch.arange(T, device=inputs.device)
         xs, biases = [], []
         for s, m in enumerate(self.models):  # the input side, per seed: each scheme and combiner as it is
@@ -95,19 +134,19 @@ class StackedForward:
         p = self.cfg.dropout if first.training else 0.0  # only a stack of one has any (see __init__)
         x = x.reshape(S, B * T, C)  # (S, N, C)
         for i in range(len(first.blocks)):
-            blocks = [m.blocks[i] for m in self.models]
-            h = _layer_norm(x, _stack([b.ln1.weight for b in blocks]), _stack([b.ln1.bias for b in blocks]))
-            qkv = _linear(h, _stack([b.attn.qkv.weight for b in blocks]))  # (S, N, 3C)
+            b = f"blocks.{i}."
+            h = _layer_norm(x, w[b + "ln1.weight"], w[b + "ln1.bias"])
+            qkv = _linear(h, w[b + "attn.qkv.weight"])  # (S, N, 3C)
             qkv = qkv.view(S * B, T, 3, H, E).permute(2, 0, 3, 1, 4)  # (3, S·B, H, T, E)
             q, k = first.scheme.rotate(qkv[0], qkv[1], positions)  # rotations carry no parameters
             y = attend(q, k, qkv[2], bias, causal, p)  # (S·B, H, T, E)
             y = y.transpose(1, 2).reshape(S, B * T, C)
-            x = x + _drop(_linear(y, _stack([b.attn.out.weight for b in blocks])), p)
-            h = _layer_norm(x, _stack([b.ln2.weight for b in blocks]), _stack([b.ln2.bias for b in blocks]))
-            h = F.gelu(_linear(h, _stack([b.mlp[0].weight for b in blocks])))  # (S, N, F)
-            x = x + _drop(_linear(h, _stack([b.mlp[2].weight for b in blocks])), p)
-        x = _layer_norm(x, _stack([m.ln_f.weight for m in self.models]), _stack([m.ln_f.bias for m in self.models]))
+            x = x + _drop(_linear(y, w[b + "attn.out.weight"]), p)
+            h = _layer_norm(x, w[b + "ln2.weight"], w[b + "ln2.bias"])
+            h = F.gelu(_linear(h, w[b + "mlp.0.weight"]))  # (S, N, F)
+            x = x + _drop(_linear(h, w[b + "mlp.2.weight"]), p)
+        x = _layer_norm(x, w["ln_f.weight"], w["ln_f.bias"])
         if self.cfg.head == "pool":
             x = x.view(S, B, T, C).mean(dim=2)  # (S, B, C)
-            return _linear(x, _stack([m.head.weight for m in self.models]))  # (S, B, V)
-        return _linear(x, _stack([m.head.weight for m in self.models])).view(S, B, T, -1)  # (S, B, T, V)
+            return _linear(x, w["head.weight"])  # (S, B, V)
+        return _linear(x, w["head.weight"]).view(S, B, T, -1)  # (S, B, T, V)

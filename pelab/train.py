@@ -236,6 +236,7 @@ def _train(
     data_gens = [torch.Generator().manual_seed(cfg.seed) for cfg in cfgs]
     t = cfg0.train
     autocast(t.precision, device)  # an unsupported precision fails here, before any training
+    forward = StackedForward(models)  # the seeds' block weights become views of stacked leaves
     seed_params = [list(m.parameters()) for m in models]
     params = [p for ps in seed_params for p in ps]
     # fused: one kernel per parameter tensor (the per-parameter Python loop was a quarter of a step)
@@ -251,7 +252,6 @@ def _train(
     run_scored = torch.zeros(S, device=device)
     tokens = 0
     start = time.perf_counter()
-    forward = StackedForward(models)
 
     def diverge(s: int, reason: str) -> None:
         results[s] = RunResult(
@@ -273,6 +273,7 @@ def _train(
         loss, correct, mask = _stacked_loss(logits, batches)
         opt.zero_grad(set_to_none=True)
         loss.sum().backward()  # seeds share no parameter: each gets the gradient of its own loss
+        forward.hand_grads()
         norms = clip_per_seed([seed_params[s] for s in alive], t.grad_clip)  # (S,)
         if step % 10 == 0:  # checked every few steps: each check syncs
             bad = ((~torch.isfinite(loss)) | (~torch.isfinite(norms))).tolist()
@@ -287,7 +288,8 @@ def _train(
                 alive = [s for s, b in zip(alive, bad, strict=True) if not b]
                 if not alive:
                     break
-                forward = StackedForward([models[s] for s in alive])  # the survivors step on as they would alone
+                # the survivors step on as they would alone (their gradients, handed over already, stay theirs)
+                forward = StackedForward([models[s] for s in alive])
         opt.step()
         sched.step()
         tokens += batches[0].inputs.shape[0] * batches[0].inputs.shape[1]
@@ -305,6 +307,7 @@ def _train(
         if on_step is not None:
             on_step(step + 1, t.steps)
     train_seconds = time.perf_counter() - start
+    forward.release()
     for s in alive:
         cfg, model = cfgs[s], models[s]
         if not all(math.isfinite(c["loss"]) for c in curves[s]):

@@ -390,8 +390,19 @@ def study(
         _none_learned(out, {r.run_id for r in spec.runs})
         if report:
             _report(out)
-        else:
+        elif len({r.arm_id for r in spec.runs}) <= MAX_TABLE_ARMS:
             _results_table(out)
+        else:  # a table of hundreds of arms is a wall in a terminal or a log: say where the numbers are
+            console.print(
+                f"{len({r.arm_id for r in spec.runs})} arms: `pelab results {escape(str(out))}` prints each arm's mean "
+                f"and interval, `pelab report {escape(str(out))}` writes the report",
+                soft_wrap=True,  # one line, so the paths stay whole to copy
+            )
+
+
+#: Past this many arms, ``pelab study --no-report`` names the commands that show the numbers instead of printing
+#: them (the paper preset has 207 arms).
+MAX_TABLE_ARMS = 30
 
 
 def _retrain_damaged(out: Path, run_ids: list[str]) -> None:

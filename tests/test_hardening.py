@@ -399,3 +399,22 @@ def test_a_full_disk_while_storing_a_run_is_one_line(tmp_path: Path, monkeypatch
         monkeypatch.setattr(store, "_write", full)
         with pytest.raises(PelabError, match="out: the disk holding .*results.sqlite is full; free some space"):
             store.write(cfg, RunResult(run_id=cfg.run_id, status="done"))
+
+
+def test_study_without_a_report_prints_a_table_only_when_it_is_short(capsys, monkeypatch, tmp_path) -> None:
+    """``--no-report``: a few arms' table, or, past ``MAX_TABLE_ARMS``, one line naming the commands that show
+    the numbers (the paper preset's 207 arms made a wall hundreds of lines long in a log)."""
+    import pelab.cli
+
+    (tmp_path / "s.toml").write_text(
+        'seeds = [0]\n[task]\nname = "reverse"\nlength = 4\n[model]\nd = 8\nn_heads = 2\n[train]\nsteps = 2\n'
+        '[axes]\n"model.combine" = ["add", "concat_split"]\n'
+    )
+    args = ("study", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o"), "--no-report", "--workers", "1")
+    short = cli(capsys, monkeypatch, *args)
+    assert short.rc == 0 and "concat_split" in short.out and "pelab results" not in short.out
+    monkeypatch.setattr(pelab.cli, "MAX_TABLE_ARMS", 1)
+    long = cli(capsys, monkeypatch, *args)
+    assert long.rc == 0 and "concat_split" not in long.out
+    last = long.out.strip().splitlines()[-1]
+    assert last.startswith("2 arms: `pelab results ") and "`pelab report " in last

@@ -116,3 +116,16 @@ def test_the_expected_time_follows_this_machines_pace_once_it_has_one(tmp_path, 
     assert "at this machine's pace in its earlier studies (1.33x pelab's 2-core reference CPU)" in line
     (tmp_path / estimate.PACE_FILE).write_text("[1, 2")  # damaged: one line says so, and the fit is used
     assert estimate.read_pace() is None
+
+
+def test_on_a_gpu_the_expected_line_says_the_cpu_fit_is_not_a_gpu_estimate() -> None:
+    """The paper preset on an H100 said "about 1.7 h on 16 CPU workers" while it ran 8 runs at a time on the GPU."""
+    from test_study import STUDY
+
+    from pelab.study.driver import expected_line
+    from pelab.study.grid import parse_study
+
+    runs = parse_study(STUDY.format(steps=30)).runs
+    for device in ("cuda", "cuda:1"):
+        line = expected_line(runs, "local", None, device)
+        assert line.startswith("expected: no GPU estimate") and "progress lines" in line

@@ -50,7 +50,12 @@ def expected_line(pending: list[RunConfig], backend: str, workers: int | None, d
     seconds = study_seconds(pending, n)
     cpu = describe(seconds)
     where = f"{n} CPU worker{'s' if n != 1 else ''}"
-    if backend == "ray" or device == "cuda":
+    if device.startswith("cuda"):  # the fit is a CPU's: a GPU's time depends on how many runs share it
+        return (
+            f"expected: no GPU estimate (pelab's is fitted to CPUs: about {cpu} on {where} like its 2-core "
+            "reference); the progress lines give the time left once runs finish"
+        )
+    if backend == "ray":
         return f"expected: about {cpu} on {where} (estimated for a CPU like pelab's 2-core reference; faster here)"
     pace = read_pace()
     if pace is not None:
@@ -158,7 +163,8 @@ def run_study(
                         f"trained again with {ENGINE}, so no comparison mixes the two"
                     )
                 if pending:
-                    console.print(expected_line(pending, backend, workers, device))
+                    gpu_here = device == "auto" and backend == "local" and _cuda()
+                    console.print(expected_line(pending, backend, workers, "cuda" if gpu_here else device))
                     for why, n in _unstacked(pending).items():
                         console.print(f"{n} arm(s) train one seed at a time ({why}); the rest train stacked")
             gpu = device.startswith("cuda") or (device == "auto" and backend == "local" and _cuda())

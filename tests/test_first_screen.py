@@ -446,3 +446,31 @@ def test_a_win_decided_early_and_not_borne_out_later_says_so() -> None:
     text = answer_sentences([claim("C6", SUPPORTED, [won])])[0]["text"]
     assert "on 1 of 1 comparisons, all with learned positions, decided at an early look and not borne out on all " \
            "its arms' seeds" in text  # fmt: skip
+
+
+def test_an_undecided_comparison_names_the_seeds_an_arm_failed_on() -> None:
+    """Quick's sinusoidal + add learned on 7 of 8 seeds and ended at 61% on one: the paired interval spans 24 pp,
+    and the sentence says why. A seed within the margin of the floor (79.6% against 80%) is no failure, an arm
+    whose seeds mostly failed is the floor's to name (``_out``), and a decided row names nothing."""
+    sin = {"task.name": "reverse", "model.d": 32, "model.position.scheme": "sinusoidal"}
+    good = [[s, 1.0] for s in range(8)]
+    bimodal = [[s, v] for s, v in enumerate([1.0, 1.0, 0.999, 1.0, 0.807, 1.0, 0.611, 0.998])]
+    rows = [
+        row("concat_split vs add", "concat_split", "add", -0.075, 0.221, INCONCLUSIVE, where=sin,
+            a_seed_acc=good, b_seed_acc=bimodal),
+        row("concat_split vs add", "concat_split", "add", -0.098, 0.244, INCONCLUSIVE,
+            where={**sin, "task.name": "offset"}, a_seed_acc=good,
+            b_seed_acc=[[s, v] for s, v in enumerate([1.0, 0.9, 0.994, 1.0, 1.0, 1.0, 1.0, 0.524])]),
+        row("concat_split vs add", "concat_split", "add", -0.01, 0.02, INCONCLUSIVE,
+            where={**sin, "task.name": "lookup"}, a_seed_acc=[[0, 0.85], [1, 0.796], [2, 0.83]],
+            b_seed_acc=[[0, 0.5], [1, 0.6], [2, 0.85]]),
+    ]  # fmt: skip
+    text = answer_sentences([claim("C6", INCONCLUSIVE, rows)], FLOOR, MARGIN)[0]["text"]
+    assert text.endswith(
+        "differ by at most 24.4 pp accuracy, where add with sinusoidal positions failed on 1 of 8 seeds in reverse "
+        "(61.1%) and 1 of 8 in offset (52.4%)"
+    ), text
+    assert "80.7%" not in text and "79.6%" not in text  # above the floor, or at it
+    assert "failed on" not in answer_sentences([claim("C6", INCONCLUSIVE, rows)])[0]["text"]  # no floor: no clause
+    decided = [{**rows[0], "verdict": SUPPORTED, "lo": 0.01, "hi": 0.2}]
+    assert "failed on" not in answer_sentences([claim("C6", SUPPORTED, decided)], FLOOR, MARGIN)[0]["text"]

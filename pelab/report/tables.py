@@ -175,6 +175,10 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "b_runs": list(c.b.run_ids),
                 "a_acc": c.a.mean("acc"),
                 "b_acc": c.b.mean("acc"),
+                # [seed, accuracy] per seed: an arm can learn on most seeds and fail on a few, which its mean
+                # hides and the first screen names
+                "a_seed_acc": sorted([s, v] for s, v in c.a.of("acc").items()),
+                "b_seed_acc": sorted([s, v] for s, v in c.b.of("acc").items()),
                 "metric": t.metric.key if t is not None else None,
                 "diff": t.mean if t is not None else None,
                 "lo": row.interval[0] if t is not None else None,

@@ -150,11 +150,20 @@ def failing_seeds(rows: Rows, floor: float | None, margin: float = 0.01) -> str:
         return ""
     said = []
     for arm, tasks in seen.items():
-        parts = [f"{k} of {n} seeds in {task} ({', '.join(f'{100 * v:.1f}%' for v in low)})"
-                 for task, (k, n, low) in tasks.items()]  # fmt: skip
-        parts = [parts[0], *(p.replace(" seeds in ", " in ", 1) for p in parts[1:])]
-        said.append(f"{arm} failed on " + " and ".join(parts))
+        accs = {task: ", ".join(f"{100 * v:.1f}%" for v in low) for task, (_, _, low) in tasks.items()}
+        counts = {(k, n) for k, n, _ in tasks.values()}
+        if len(counts) == 1 and len(tasks) > 1:  # "2 of 10 seeds in each of rotate (…), reverse (…) and lookup (…)"
+            ((k, n),) = counts
+            said.append(f"{arm} failed on {k} of {n} seeds in each of " + _and([f"{t} ({a})" for t, a in accs.items()]))
+        else:
+            said.append(f"{arm} failed on " + _and([f"{k} of {n} seeds in {t} ({accs[t]})" for t, (k, n, _) in
+                                                    tasks.items()]))  # fmt: skip
     return ", where " + "; ".join(said)
+
+
+def _and(parts: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]}"
 
 
 def _no_verdict(claim: Any, what: str, rows: Rows | None = None) -> str:

@@ -76,6 +76,15 @@ SIZES = {
 }  # fmt: skip
 
 
+def size_configs(task: dict, model: dict, batch: int, steps: int, seeds: int) -> list[RunConfig]:
+    """One arm of ``SIZES`` at seeds 0..seeds-1."""
+    return [
+        RunConfig.model_validate({"task": task, "model": {"n_heads": 4, **model},
+                                  "train": {"steps": steps, "batch_size": batch, "eval_batches": 2}, "seed": s})
+        for s in range(seeds)
+    ]  # fmt: skip
+
+
 def seeds_per_minute(repeats: int = 3, steps: int = 60, stack: int = 5) -> None:
     """Seeds per CPU-minute (one thread) of each size, three ways, interleaved so that drift in the machine's
     speed hits them alike: the per-run path before stacking, a stack of one (today's single path), and a stack of
@@ -91,11 +100,7 @@ def seeds_per_minute(repeats: int = 3, steps: int = 60, stack: int = 5) -> None:
     print(f"seeds per CPU-minute, 1 thread, {steps} steps, median of {repeats} (ratios against the per-run path):")
     print(f"  {'arm size':32s} {'per-run':>8s} {'stack of 1':>11s} {f'stack of {stack}':>11s}")
     for label, (task, model, batch) in SIZES.items():
-        cfgs = [
-            RunConfig.model_validate({"task": task, "model": {"n_heads": 4, **model},
-                                      "train": {"steps": steps, "batch_size": batch, "eval_batches": 2}, "seed": s})
-            for s in range(stack)
-        ]  # fmt: skip
+        cfgs = size_configs(task, model, batch, steps, stack)
         train_group(cfgs[:1])  # warm-up: data sets, corpus, kernels
         times: dict[str, list[float]] = defaultdict(list)
         for _ in range(repeats):
@@ -122,11 +127,7 @@ def gpu_seeds_per_minute(device: str, repeats: int = 2, steps: int = 100) -> Non
     print(f"seeds per GPU-minute on {device}, one process, {steps} steps, median of {repeats} (ratios against 1):")
     print(f"  {'arm size':32s} {'stack of 1':>10s} {'of 5':>12s} {'of 8':>12s}")
     for label, (task, model, batch) in SIZES.items():
-        cfgs = [
-            RunConfig.model_validate({"task": task, "model": {"n_heads": 4, **model},
-                                      "train": {"steps": steps, "batch_size": batch, "eval_batches": 2}, "seed": s})
-            for s in range(8)
-        ]  # fmt: skip
+        cfgs = size_configs(task, model, batch, steps, 8)
         train_group(cfgs[:1], device=device)  # warm-up: data sets, corpus, kernels
         times: dict[int, list[float]] = defaultdict(list)
         for _ in range(repeats):

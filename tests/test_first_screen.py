@@ -16,8 +16,9 @@ import matplotlib.pyplot as plt
 import pytest
 
 from pelab.report import forest
+from pelab.report.claim_lines import MAX_WORDS, claim_line
 from pelab.report.compact import WORDS, compact, measured_head, published
-from pelab.report.first_screen import MAX_WORDS, answer_sentences, claim_line, overview_rows
+from pelab.report.first_screen import answer_sentences, overview_rows
 from pelab.rules import INCONCLUSIVE, LOSS, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, margin_for
 
 FLOOR, MARGIN = 0.8, 0.01
@@ -158,7 +159,7 @@ def test_a_claims_count_reads_its_deciding_family_alone() -> None:
     """C7's verdict reads "learned vs sinusoidal"; its learning-speed rows are shown beside for reference, and a
     "supported" there (learned learned faster) is evidence against "the kind matters little", not for it. The
     count reads the deciding family alone, and a refuted claim says how many comparisons refute it."""
-    from pelab.report.first_screen import short_figure
+    from pelab.report.claim_lines import short_figure
 
     rows = [row("learned vs sinusoidal", "learned", "sinusoidal", 0.2, 0.4, NOT_SUPPORTED),
             row("learned vs sinusoidal", "learned", "sinusoidal", -0.004, 0.004, SUPPORTED)]  # fmt: skip
@@ -173,7 +174,7 @@ def test_a_claims_count_reads_its_deciding_family_alone() -> None:
 def test_a_decided_claim_of_halves_names_them_not_an_open_halfs_bound() -> None:
     """quick's C2 read "not supported · 3 undecided, within ±148.7% …": the bound of a half still open, beside a
     verdict another half decided. A decided claim of halves names each half's verdict instead."""
-    from pelab.report.first_screen import short_figure
+    from pelab.report.claim_lines import short_figure
 
     c = claim("C2", NOT_SUPPORTED, [])
     c.halves = {"overlap falls": SUPPORTED, "add not worse": INCONCLUSIVE, "concat_split better somewhere": SUPPORTED}
@@ -187,7 +188,7 @@ def test_a_claim_not_run_whose_other_half_ran_says_both() -> None:
     """C4 in quick: its 'removing them costs' half needs untied arms (full only), its shares half ran and is open.
     The claim is 'not run' by its rule; its line names the command first, then the measured half's resolution,
     never a bare resolution beside 'not run'."""
-    from pelab.report.first_screen import short_figure
+    from pelab.report.claim_lines import short_figure
 
     c = claim("C4", NOT_RUN, [])
     c.halves = {"cross terms carry ≥ 10%": INCONCLUSIVE, "removing them costs": NOT_RUN}

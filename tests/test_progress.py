@@ -62,8 +62,8 @@ def test_a_decided_claim_line_leads_with_its_deciding_interval() -> None:
     """The number behind a verdict, not a count of rows: "+62.0 pp [+35.5, +88.5] accuracy" first, then where."""
     from types import SimpleNamespace
 
+    from pelab.report.claim_lines import key_interval
     from pelab.report.console import summary_lines
-    from pelab.report.first_screen import key_interval
 
     key = (
         "concat_split vs add (task=reverse, scheme=sinusoidal, d=32): A − B +62.0 pp [+35.5 pp, +88.5 pp] accuracy "

@@ -25,10 +25,11 @@ from pelab.files import write_atomic
 from pelab.records import ENGINE
 from pelab.report import rates
 from pelab.report.catalog import all_claims
+from pelab.report.claim_lines import claim_line
 from pelab.report.compact import published
 from pelab.report.context import ReportContext, report_pool
 from pelab.report.figures import curves_plot
-from pelab.report.first_screen import answer_sentences, claim_line
+from pelab.report.first_screen import answer_sentences
 from pelab.report.looks import VERDICT_CLASS, VERDICT_GLYPH
 from pelab.report.overview import claim_forests, overview_figure
 from pelab.report.published import published_section

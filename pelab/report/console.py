@@ -104,10 +104,10 @@ LINE = 100
 
 def summary_lines(claims: list) -> list[str]:
     """One plain line a claim, at most ``LINE`` characters: its id, verdict and the number behind it (a decided
-    claim's deciding interval, ``first_screen.key_interval``, then how many comparisons bear it out; an open
-    claim's resolution: ``first_screen.short_figure``), else its key figure; cut with '…' (the report has it
+    claim's deciding interval, ``claim_lines.key_interval``, then how many comparisons bear it out; an open
+    claim's resolution: ``claim_lines.short_figure``), else its key figure; cut with '…' (the report has it
     whole)."""
-    from pelab.report.first_screen import key_interval, short_figure
+    from pelab.report.claim_lines import key_interval, short_figure
 
     out = []
     width = max((len(c.verdict) for c in claims), default=0)

@@ -468,13 +468,13 @@ def test_an_undecided_comparison_names_the_seeds_an_arm_failed_on() -> None:
     ]  # fmt: skip
     text = answer_sentences([claim("C6", INCONCLUSIVE, rows)], FLOOR, MARGIN)[0]["text"]
     assert text.endswith(
-        "differ by at most 24.4 pp accuracy, where add with sinusoidal positions failed on 1 of 8 seeds in each of "
-        "reverse (61.1%) and offset (52.4%)"
+        "differ by at most 24.4 pp accuracy, where add with sinusoidal positions ended more than 1 pp under the 80% "
+        "floor on 1 of 8 seeds in each of reverse (61.1%) and offset (52.4%)"
     ), text
     rows[1]["b_seed_acc"] = [[s, v] for s, v in enumerate([1.0, 0.3, 0.994, 1.0, 1.0, 1.0, 1.0, 0.524])]
     text = answer_sentences([claim("C6", INCONCLUSIVE, rows)], FLOOR, MARGIN)[0]["text"]
-    assert text.endswith("failed on 1 of 8 seeds in reverse (61.1%) and 2 of 8 seeds in offset (30.0%, 52.4%)"), text
+    assert text.endswith("floor on 1 of 8 seeds in reverse (61.1%) and 2 of 8 seeds in offset (30.0%, 52.4%)"), text
     assert "80.7%" not in text and "79.6%" not in text  # above the floor, or at it
-    assert "failed on" not in answer_sentences([claim("C6", INCONCLUSIVE, rows)])[0]["text"]  # no floor: no clause
+    assert "floor on" not in answer_sentences([claim("C6", INCONCLUSIVE, rows)])[0]["text"]  # no floor: no clause
     decided = [{**rows[0], "verdict": SUPPORTED, "lo": 0.01, "hi": 0.2}]
-    assert "failed on" not in answer_sentences([claim("C6", SUPPORTED, decided)], FLOOR, MARGIN)[0]["text"]
+    assert "floor on" not in answer_sentences([claim("C6", SUPPORTED, decided)], FLOOR, MARGIN)[0]["text"]

@@ -313,3 +313,26 @@ def test_the_report_names_the_method_only_when_a_row_was_read_sequentially() -> 
     claim.rows += row_records(seq, "y")
     assert claim.rows[1]["looks"] == {"counts": [5, 7], "cap": CAP, "spending": "pocock"}
     assert sequential_method([claim]) == sq.method_line("pocock")
+
+
+def test_a_row_whose_arms_got_no_later_seeds_is_not_called_early() -> None:
+    """In a family where another row's arms got a second look, a row decided at its only look (its arms got no more
+    seeds) was read on every seed it had: no "decided at the look at" note, so the first screen does not count it
+    as "decided at an early look and not borne out" (quick's reverse, sinusoidal concat_wide row did)."""
+    win = [0.06, 0.05, 0.07, 0.06, 0.05]
+    a = Side("a", {"acc": {i: 0.90 + d for i, d in enumerate(win)}})
+    b = Side("b", {"acc": dict.fromkeys(range(5), 0.90)})
+    a8 = Side("a8", {"acc": {i: 0.90 + d for i, d in enumerate(win + [-0.15, -0.12, -0.14])}})
+    b8 = Side("b8", {"acc": dict.fromkeys(range(8), 0.90)})
+    fam = family(
+        [
+            Comparison({"task": "five"}, a, b, sq.Looks((5,), 8, "pocock")),
+            Comparison({"task": "eight"}, a8, b8, sq.Looks((5, 8), 8, "pocock")),
+        ],
+        ["acc"],
+        0.5,
+        MARGIN,
+    )
+    assert [r.verdict for r in fam.rows] == [SUPPORTED, SUPPORTED]
+    assert not any(n.startswith(rules.EARLY) for n in fam.rows[0].notes), fam.rows[0].notes
+    assert any(n.startswith(rules.EARLY) and "read on all 8 seeds" in n for n in fam.rows[1].notes)

@@ -145,15 +145,17 @@ def failing_seeds(rows: Rows, floor: float | None, margin: float = 0.01) -> str:
     if not seen:
         return ""
     said = []
+    below = f" ended more than {100 * margin:g} pp under the {100 * floor:g}% floor"
     for arm, tasks in seen.items():
         accs = {task: ", ".join(f"{100 * v:.1f}%" for v in low) for task, (_, _, low) in tasks.items()}
         counts = {(k, n) for k, n, _ in tasks.values()}
         if len(counts) == 1 and len(tasks) > 1:  # "2 of 10 seeds in each of rotate (…), reverse (…) and lookup (…)"
             ((k, n),) = counts
-            said.append(f"{arm} failed on {k} of {n} seeds in each of " + _and([f"{t} ({a})" for t, a in accs.items()]))
+            said.append(f"{arm}{below} on {k} of {n} seeds in each of " + _and([f"{t} ({a})" for t, a in accs.items()]))
         else:
-            said.append(f"{arm} failed on " + _and([f"{k} of {n} seeds in {t} ({accs[t]})" for t, (k, n, _) in
-                                                    tasks.items()]))  # fmt: skip
+            said.append(f"{arm}{below} on " + _and([f"{k} of {n} seeds in {t} ({accs[t]})" for t, (k, n, _) in
+                                                   tasks.items()]))  # fmt: skip
+        below = ""  # said once: the arms after the first read "; concat_split on 2 of 8 seeds in …"
     return ", where " + "; ".join(said)
 
 

@@ -180,15 +180,18 @@ def decide(
         stopped = next((f.rows[i] for f in per_look if f.rows[i].verdict in (SUPPORTED, NOT_SUPPORTED)), None)
         last = per_look[-1].rows[i]
         row = stopped or last
-        if stopped is not None and stopped is not last and stopped.test is not None:
-            later = ""
-            if last.test is not None and last.test.n > stopped.test.n:  # said beside it, never instead of it
-                later = (
-                    f"; read on all {last.test.n} seeds: {difference_text(last.test, last.interval)}, {last.verdict}"
-                )
+        # A row decided before its arms' last seeds says so, and how those seeds read it (beside its verdict, never
+        # instead of it); a row whose arms got no later seeds was read on all it had: nothing to say.
+        if (
+            stopped is not None
+            and stopped is not last
+            and stopped.test is not None
+            and last.test is not None
+            and last.test.n > stopped.test.n
+        ):
             row.notes.append(
                 f"{EARLY} {stopped.test.n} seeds; seeds its arms got later, for other comparisons, do not reopen it"
-                f"{later}"
+                f"; read on all {last.test.n} seeds: {difference_text(last.test, last.interval)}, {last.verdict}"
             )
         rows.append(row)
     last = per_look[-1]

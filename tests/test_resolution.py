@@ -184,3 +184,21 @@ def test_an_inconclusive_claim_without_an_interval_says_why() -> None:
 
     c16 = ClaimResult("C16", "Learned positions", "", "", "", verdict=INCONCLUSIVE, key="MiniLM is not installed.")
     assert answer([c16])[0]["text"] == "Learned positions: not settled at this budget; MiniLM is not installed."
+
+
+def test_intervals_are_shown_within_the_metrics_range() -> None:
+    """SCIENCE.md: intervals are clipped to the metric's range for display. A t-interval on heavy-tailed per-seed
+    loss ratios reached −159.6% in quick's C6 ("A better by at most 159.6%"): no loss is below zero, so A can be
+    at most 100% lower. Accuracy differences stay within ±100 pp. The verdict never reads the clipped numbers."""
+    from pelab.rules import ACC, LOSS, Test, difference_text
+    from pelab.rules.resolution import resolve
+
+    assert LOSS.clip_diff(-1.596) == -1.0 and LOSS.clip_diff(8.218) == 8.218
+    assert ACC.clip_diff(-1.3) == -1.0 and ACC.clip_diff(1.2) == 1.0 and ACC.clip_diff(0.2) == 0.2
+    t = Test(LOSS, [3.0, 0.5, -0.2, 0.1, 0.4])
+    assert (
+        difference_text(t, (-1.596, 8.218))
+        == f"A's held-out loss {LOSS.fmt_diff(t.mean)} [-100.0%, +821.8%] relative to B's"
+    )
+    res = resolve("better", LOSS, (-1.596, 8.218), 0.95)
+    assert res is not None and res.a_by_at_most == 1.0 and "A better by at most 100.0%" in res.text

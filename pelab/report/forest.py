@@ -77,9 +77,11 @@ def group_of(where: Mapping[str, Any], keys: Sequence[tuple[str, str]] = GROUP_K
 
 
 def oriented(key: str, lo: float, hi: float, mid: float) -> tuple[float, float, float]:
-    """(mid, lo, hi) with positive meaning A better, in display units."""
+    """(mid, lo, hi) with positive meaning A better, in display units, the interval clipped to the metric's range
+    (SCIENCE.md: a relative loss cannot fall below −100%)."""
     m = metric(key)
     factor, _ = scale_of(key)
+    lo, hi = m.clip_diff(lo), m.clip_diff(hi)
     if not m.higher_is_better:
         lo, hi, mid = -hi, -lo, -mid
     return factor * mid, factor * lo, factor * hi

@@ -74,6 +74,14 @@ class Metric:
             return "floor"
         return None
 
+    def clip_diff(self, x: float) -> float:
+        """A paired difference A − B (a relative metric's (A − B) / B) clipped to the range it can take, as SCIENCE.md
+        asks of intervals on display: a t-interval on heavy-tailed per-seed ratios can reach below −100% ("A's loss
+        −159.6% of B's"), which no pair of losses can. Never used by a verdict."""
+        lo, hi = self.bounds
+        low, high = (-1.0, math.inf) if self.relative else (lo - hi, hi - lo)
+        return min(max(x, low), high)
+
     def fmt_diff(self, x: float) -> str:
         if math.isnan(x):
             return "–"

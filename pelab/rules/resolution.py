@@ -91,6 +91,7 @@ def resolve(
     raw_lo, raw_hi = interval
     if math.isnan(raw_lo) or math.isnan(raw_hi):
         return None
+    raw_lo, raw_hi = m.clip_diff(raw_lo), m.clip_diff(raw_hi)  # what the interval allows, within the metric's range
     lo, hi = (raw_lo, raw_hi) if m.higher_is_better else (-raw_hi, -raw_lo)
     reading = READING[kind]
     within = max(abs(lo), abs(hi))

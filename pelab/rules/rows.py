@@ -79,7 +79,7 @@ class Row:
 
 def difference_text(t: Test, interval: tuple[float, float]) -> str:
     """A paired difference and its interval in words whose sign cannot be misread."""
-    lo, hi = interval
+    lo, hi = (t.metric.clip_diff(x) for x in interval)  # shown within the metric's range (SCIENCE.md)
     numbers = f"{t.metric.fmt_diff(t.mean)} [{t.metric.fmt_diff(lo)}, {t.metric.fmt_diff(hi)}]"
     if t.metric.relative:
         return f"A's {t.metric.label} {numbers} relative to B's"

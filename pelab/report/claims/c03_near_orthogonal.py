@@ -112,7 +112,7 @@ def c3_table(fam: Family, series: dict[str, list[Comparison]], floor: float) -> 
         ends = []
         for c in (learned[0], learned[-1]) if len(learned) >= 2 else ():
             t = paired_test(c, row.test.metric if row.test is not None else ACC)
-            lo, hi = t.oriented()
+            lo, hi = (t.sign * t.metric.clip_diff(t.sign * x) for x in t.oriented())  # within the metric's range
             fmt = t.metric.fmt_diff
             ends.append(f"d={c.where['model.d']}: {fmt(t.sign * t.mean)} [{fmt(lo)}, {fmt(hi)}]")
         rows.append(
@@ -202,7 +202,7 @@ def c3(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                 f"{where['series']}: {row.verdict} (widths where both arms learned: {where['widths learned']})"
             )
             continue
-        lo, hi = row.interval
+        lo, hi = (row.test.metric.clip_diff(x) for x in row.interval)
         fmt = row.test.metric.fmt_diff
         shrink.append(
             f"{where['series']}: add penalty shrank by {fmt(row.test.mean)} [{fmt(lo)}, {fmt(hi)}] "

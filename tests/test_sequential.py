@@ -336,3 +336,22 @@ def test_a_row_whose_arms_got_no_later_seeds_is_not_called_early() -> None:
     assert [r.verdict for r in fam.rows] == [SUPPORTED, SUPPORTED]
     assert not any(n.startswith(rules.EARLY) for n in fam.rows[0].notes), fam.rows[0].notes
     assert any(n.startswith(rules.EARLY) and "read on all 8 seeds" in n for n in fam.rows[1].notes)
+
+
+def test_a_comparison_is_read_on_the_same_metric_at_every_look() -> None:
+    """Alpha spending follows one statistic across looks. Quick's C2 lookup row read held-out loss at 5 seeds
+    (accuracy at its ceiling) and accuracy at 8, when one seed at 91% pulled a mean under the ceiling. Now the
+    first look's metric is read at every look, and the row says why accuracy was not."""
+    acc_a = [1.0, 1.0, 1.0, 1.0, 1.0, 0.91, 1.0, 1.0]
+    loss_a = [0.02, 0.07, 0.03, 0.06, 0.04, 0.336, 0.03, 0.05]  # open at 5 seeds: read again at 8
+    loss_b = [0.05, 0.052, 0.049, 0.051, 0.05, 0.05, 0.048, 0.051]
+    a = Side("a", {"acc": dict(enumerate(acc_a)), "loss": dict(enumerate(loss_a))})
+    b = Side("b", {"acc": dict.fromkeys(range(8), 1.0), "loss": dict(enumerate(loss_b))})
+    looks = sq.Looks((5, 8), 8, "pocock")
+    fam = family([Comparison({"task": "t"}, a, b, looks)], ["acc", "loss"], 0.5, MARGIN)
+    row = fam.rows[0]
+    assert row.test is not None and row.test.metric.key == "loss" and row.test.n == 8
+    # read on all 8 seeds without the pin, accuracy would have decided (A's mean 98.9% is off the ceiling)
+    free = family([Comparison({"task": "t"}, a, b, sq.Looks((8,), 8, "pocock"))], ["acc", "loss"], 0.5, MARGIN)
+    assert free.rows[0].test.metric.key == "acc"
+    assert any("first look read held-out loss" in s for s in row.skipped), row.skipped  # why not accuracy

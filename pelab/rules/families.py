@@ -170,11 +170,17 @@ def decide(
     depth = max((len(lk.counts) for lk in looks if lk is not None), default=0)
     if depth <= 1:
         return decide_at_look(items, margin, kind, combine, alpha)
+    at = [[_at_look(item, lk, j) for item, lk in zip(items, looks, strict=True)] for j in range(1, depth + 1)]
+    # A sequential test is one statistic followed across its looks: a comparison is read at every look on the metric
+    # its first look read (accuracy, or held-out loss where accuracy was at its ceiling), even where another metric
+    # of its chain would decide a later look (quick's C2 lookup row went from loss at 5 seeds to accuracy at 8, when
+    # one seed pulled a mean under the ceiling). Where that metric carries no information at a later look, the row
+    # has none there.
+    pinned = [_first_metric([look[i] for look in at]) for i in range(len(items))]
     per_look = [
-        decide_at_look([_at_look(item, lk, j) for item, lk in zip(items, looks, strict=True)], margin, kind, combine,
-                       alpha)
-        for j in range(1, depth + 1)
-    ]  # fmt: skip
+        decide_at_look([_pin(ev, key) for ev, key in zip(look, pinned, strict=True)], margin, kind, combine, alpha)
+        for look in at
+    ]
     rows = []
     for i in range(len(items)):
         stopped = next((f.rows[i] for f in per_look if f.rows[i].verdict in (SUPPORTED, NOT_SUPPORTED)), None)
@@ -200,6 +206,30 @@ def decide(
 
 #: How the note of a comparison decided before its arms' last look begins (the first screen counts them).
 EARLY = "decided at the look at"
+
+
+def _first_metric(looks: Sequence[Evidence]) -> str | None:
+    """The metric a comparison was first read on: the first informative test of the first look it entered."""
+    for ev in looks:
+        t = next((t for t in ev.tests if t.info is None), None) if ev.learned else None
+        if t is not None:
+            return t.metric.key
+    return None
+
+
+def _pin(ev: Evidence, key: str | None) -> Evidence:
+    """The evidence decided on metric ``key`` alone (``decide``: one statistic across looks): the metrics before it
+    in the chain are shown as not read, with why, and those after it are dropped."""
+    if key is None or all(t.metric.key != key for t in ev.tests):
+        return ev
+    kept: list[Test] = []
+    for t in ev.tests:
+        if t.metric.key == key:
+            kept.append(t)
+            break
+        why = f"{t.metric.label} not read: this comparison's first look read {metric(key).label}, one statistic"
+        kept.append(t if t.info is not None else replace(t, info=why + " across its looks"))
+    return replace(ev, tests=tuple(kept))
 
 
 def _looks_of(item: Evidence) -> Looks | None:

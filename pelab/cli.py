@@ -388,14 +388,15 @@ def study(
             f"{outcome.failed} failed, {outcome.diverged} diverged); results: {escape(str(out))}"
         )
         _none_learned(out, {r.run_id for r in spec.runs})
+        arms = len({r.arm_id for r in spec.runs})
         if report:
             _report(out)
-        elif len({r.arm_id for r in spec.runs}) <= MAX_TABLE_ARMS:
+        elif arms <= MAX_TABLE_ARMS:
             _results_table(out)
         else:  # a table of hundreds of arms is a wall in a terminal or a log: say where the numbers are
             console.print(
-                f"{len({r.arm_id for r in spec.runs})} arms: `pelab results {escape(str(out))}` prints each arm's mean "
-                f"and interval, `pelab report {escape(str(out))}` writes the report",
+                f"{arms} arms: `pelab results {escape(str(out))}` prints each arm's mean and interval, "
+                f"`pelab report {escape(str(out))}` writes the report",
                 soft_wrap=True,  # one line, so the paths stay whole to copy
             )
 

@@ -94,10 +94,12 @@ class StackedForward:
 
     def hand_grads(self) -> None:
         """After ``backward``: each seed's stacked parameters get their slice of the leaf's gradient (a view), where
-        an optimiser and gradient clipping read them as a seed alone would have them."""
+        an optimiser and gradient clipping read them as a seed alone would have them. The leaf lets go of it, so the
+        next backward starts a fresh gradient, as ``zero_grad(set_to_none=True)`` gives the seeds' own."""
         for n, leaf in self.leaves.items():
             for s, p in enumerate(self._params):
                 p[n].grad = None if leaf.grad is None else leaf.grad[s]
+            leaf.grad = None
 
     def release(self) -> None:
         """Each seed's stacked parameters back in storage of their own (the values they trained to)."""
@@ -113,8 +115,6 @@ class StackedForward:
         assert S == len(self.models), "one input batch per model"
         first = self.models[0]
         w = self.leaves
-        for leaf in w.values():  # a fresh gradient each step, as zero_grad(set_to_none) gives the seeds' own
-            leaf.grad = None
         positions = torch.arange(T, device=inputs.device)
         xs, biases = [], []
         for s, m in enumerate(self.models):  # the input side, per seed: each scheme and combiner as it is

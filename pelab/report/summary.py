@@ -140,8 +140,8 @@ def early(won: list[dict[str, Any]]) -> str:
     """ ", 1 decided at an early look and not borne out on all its seeds": a win the sequential design stopped at
     (``rules.EARLY``), whose arms got more seeds for other comparisons that read it otherwise. The verdict stands;
     the reader is told."""
-    n = sum(any(str(x).startswith(EARLY) and "; read on all " in str(x) and not str(x).endswith(f", {SUPPORTED}")
-                for x in r.get("notes", [])) for r in won)  # fmt: skip
+    n = sum(any(str(x).startswith(EARLY) and not str(x).endswith(f", {SUPPORTED}") for x in r.get("notes", []))
+            for r in won)  # fmt: skip
     if not n:
         return ""
     if len(won) == 1:

@@ -151,6 +151,8 @@ def run_study(
         counts = {"failed": 0, "diverged": 0}
         start = time.perf_counter()
         chosen = _backend(backend, address, workers, threads, device, ckpt_dir, retries, pending, runs_per_gpu)
+        # where the runs train: a GPU shapes the stacks (groups.py) and has no time estimate
+        gpu = device.startswith("cuda") or (device == "auto" and backend == "local" and _cuda())
         with chosen as (where, execute, slots):
             if not quiet:
                 console.print(
@@ -163,11 +165,9 @@ def run_study(
                         f"trained again with {ENGINE}, so no comparison mixes the two"
                     )
                 if pending:
-                    gpu_here = device == "auto" and backend == "local" and _cuda()
-                    console.print(expected_line(pending, backend, workers, "cuda" if gpu_here else device))
+                    console.print(expected_line(pending, backend, workers, "cuda" if gpu else device))
                     for why, n in _unstacked(pending).items():
                         console.print(f"{n} arm(s) train one seed at a time ({why}); the rest train stacked")
-            gpu = device.startswith("cuda") or (device == "auto" and backend == "local" and _cuda())
             groups = stack_groups(pending, slots, budget=_stack_budget(backend, device, slots), gpu=gpu)
             pace = Pace({c.run_id: group_seconds(g) / len(g) for g in groups for c in g})
             with _progress(console, quiet) as progress:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -206,6 +207,60 @@ def _screenshot(browser: Any, path: Path, full: bool) -> Path:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     path.write_bytes(data)
     return path
+
+
+def test_an_interim_look_decides_as_the_report_does_without_drawing_and_measures_once(
+    study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sequential study's look (``decide_claims``) reads verdicts only: the same verdicts and rows as the report,
+    no figure and no analysis of a displayed run. A second look in the same process measures nothing again (the
+    memo), unless a checkpoint was replaced: then that run alone is measured again."""
+    from pelab.report import build, context
+
+    copy = tmp_path / "look"
+    shutil.copytree(study_dir, copy)
+    for folder in ("figures", "analyses"):
+        shutil.rmtree(copy / folder, ignore_errors=True)
+    calls: list[tuple[str, str]] = []
+    job = context.measure_job
+
+    def counted(folder: str, name: str, run_id: str, at_init: bool) -> dict:
+        calls.append((name, run_id))
+        return job(folder, name, run_id, at_init)
+
+    def every_run(self: context.ReportContext, arm: pd.DataFrame) -> list[str]:
+        """The tiny study learns nothing in 25 steps: read every finished run as learned, so there is something
+        to measure (the report and the look alike)."""
+        done = arm[arm.status == "done"].sort_values("seed")
+        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+
+    monkeypatch.setattr(context.ReportContext, "learned_runs", every_run)
+    shown = tmp_path / "shown"
+    shutil.copytree(copy, shown)
+    build.build_report(shown)
+    monkeypatch.setattr(context, "measure_job", counted)
+    monkeypatch.setattr(context, "_MEMO", {})
+    monkeypatch.setattr(build, "report_pool", lambda: contextlib.nullcontext(None))  # measures run here, counted
+    central = ("C2", "C6", "C7", "C9", "C10", "C18")  # the claims the presets' looks read
+    first = build.decide_claims(copy, central)
+    reported = [c for c in json.loads((shown / "claims.json").read_text()) if c["id"] in central]
+    assert [(c.id, c.verdict, c.key) for c in first] == [(c["id"], c["verdict"], c["key"]) for c in reported]
+    assert json.dumps([c.rows for c in first], sort_keys=True, default=str) == json.dumps(
+        [c["rows"] for c in reported], sort_keys=True, default=str
+    )
+    assert not (copy / "figures").exists() or not any((copy / "figures").iterdir())
+    assert calls, "the tiny study's claims measure stored models"
+    measured = list(calls)
+    calls.clear()
+    again = build.decide_claims(copy, central)
+    assert calls == [] and [(c.id, c.verdict, c.key) for c in again] == [(c.id, c.verdict, c.key) for c in first]
+    run = measured[0][1]
+    ckpt = copy / "checkpoints" / f"{run}.safetensors"
+    data = ckpt.read_bytes()
+    ckpt.unlink()
+    ckpt.write_bytes(data)  # the same weights under a new file: the memo cannot know, so it measures again
+    build.decide_claims(copy, central)
+    assert calls and {r for _, r in calls} == {run}
 
 
 def test_measures_on_worker_processes_match_one_process(

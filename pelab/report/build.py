@@ -258,6 +258,7 @@ def decide_claims(folder: str | Path, only: Sequence[str] = ()) -> list[ClaimRes
     stored models included), without writing the report: what a sequential study reads after each round. A
     round that buys seeds for a few claims decides only those, so it measures only what they read."""
     ctx = load_context(Path(folder))
+    ctx.display = False  # verdicts only: no figure, no analysis of a displayed run
     with report_pool() as pool, reading_under(ctx.design):
         ctx.pool = pool
         return _claims(ctx, only)

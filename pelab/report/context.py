@@ -4,6 +4,7 @@ which measure stored models (``pelab.analysis.measures``) side by side while thi
 
 from __future__ import annotations
 
+import copy
 import json
 import multiprocessing as mp
 import os
@@ -31,6 +32,22 @@ def measure_job(folder: str, name: str, run_id: str, at_init: bool) -> dict[str,
     if at_init:
         inputs = replace(inputs, model=inputs.initial_model())
     return MEASURES[name](inputs)
+
+
+#: Measures of stored models already computed in this process, by study folder, measure key and the checkpoint's
+#: identity on disk. A sequential study reads the same models at every look and again in its report, in one
+#: process; a run's checkpoint never changes under its run id (a replaced or rewritten file has another inode,
+#: size or mtime, and the memo misses), so a measure is computed once per study, not once per look.
+_MEMO: dict[tuple[str, str, tuple[int, int, int]], dict[str, Any]] = {}
+
+
+def _stamp(folder: Path, run_id: str) -> tuple[int, int, int] | None:
+    """The checkpoint's identity on disk (inode, size, mtime in ns); None when it cannot be read."""
+    try:
+        st = StudyFolder(folder).checkpoint(run_id).stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _worker_init() -> None:
@@ -93,6 +110,9 @@ class ReportContext:
     started: dict[str, Future] = field(default_factory=dict)
     #: a sequential study's design (``pelab.study.design``): the looks of every comparison; None: fixed seeds
     design: Any = None
+    #: False at a sequential study's interim look (``decide_claims``): only verdicts are read, so claims skip
+    #: what only the report shows (figures, the analyses of one displayed run); no verdict reads those
+    display: bool = True
 
     def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
         """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and
@@ -153,24 +173,36 @@ class ReportContext:
             return
         for r in dict.fromkeys(run_ids):
             key = _measure_key(name, r, at_init)
-            if key not in self.analyses and key not in self.started:
+            if key not in self.analyses and key not in self.started and not self._recall(key, r):
                 self.started[key] = self.pool.submit(measure_job, str(self.folder), name, r, at_init)
 
     def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
         """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached. A measure
         started on a worker is waited for; one never started runs here."""
         key = _measure_key(name, run_id, at_init)
-        if key not in self.analyses:
+        if key not in self.analyses and not self._recall(key, run_id):
             started = self.started.pop(key, None)
             self.analyses[key] = (
                 started.result() if started is not None else measure_job(str(self.folder), name, run_id, at_init)
             )
+            stamp = _stamp(self.folder, run_id)
+            if stamp is not None:
+                _MEMO[(str(self.folder.resolve()), key, stamp)] = copy.deepcopy(self.analyses[key])
         return self.analyses[key]
+
+    def _recall(self, key: str, run_id: str) -> bool:
+        """Whether this process measured the same checkpoint before (``_MEMO``); if so, it is read from there."""
+        stamp = _stamp(self.folder, run_id)
+        hit = None if stamp is None else _MEMO.get((str(self.folder.resolve()), key, stamp))
+        if hit is not None:
+            self.analyses[key] = copy.deepcopy(hit)
+        return hit is not None
 
     def measure_many(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> dict[str, dict[str, Any]]:
         """``measure`` for every seed of an arm at once: the missing ones run side by side on the report's
         worker processes (one per core), so no core idles while the report reads stored models."""
-        missing = [r for r in dict.fromkeys(run_ids) if _measure_key(name, r, at_init) not in self.analyses]
+        keys = {r: _measure_key(name, r, at_init) for r in dict.fromkeys(run_ids)}
+        missing = [r for r, key in keys.items() if key not in self.analyses and not self._recall(key, r)]
         if len(missing) > 1:
             self.submit(name, missing, at_init)
         return {r: self.measure(name, r, at_init) for r in run_ids}

@@ -166,6 +166,7 @@ def c2(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     if learned_geo:
         drop = -float(np.mean([row.test.mean for row in learned_geo]))
         r.key += f" (overlap fell by {drop:.3f} on average over {len(learned_geo)} arm(s))"
+    if learned_geo and ctx.display:
         first = learned_geo[0].comparison.a.run_ids[0]
         g = ctx.analyse("geometry", run_id=first)
         r.figures += _figures(g, {"_subspaces.png": f"subspaces, run {first}"})

@@ -60,7 +60,7 @@ def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
                                      width))  # fmt: skip
         r.tables.append(family_table("The other way: add at concat_wide's width (A) against concat_wide (B); "
                                      "verdict: add better", wide_adds, width, A_BETTER))  # fmt: skip
-    for task in _tasks(frame[frame["model.combine"].isin(["add", "concat_split"])]):
+    for task in _tasks(frame[frame["model.combine"].isin(["add", "concat_split"])]) if ctx.display else ():
         r.figures.append(arm_figure(ctx, frame, task, "arms", f"{task}: accuracy per arm"))
     r.key = key_of(fam, WHERE, ctx.floor)
     if speed_only(row_records(fam)):

@@ -72,7 +72,8 @@ def c9(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     if not control.empty:
         acc = control[control.status == "done"]["m.acc"]
         r.notes.append(f"Control without positions (must sit near 50%): {100 * acc.mean():.1f}% over {len(acc)} seeds.")
-    r.figures.append(arm_figure(ctx, wo, "wordorder", "c9", "wordorder on frozen MiniLM vectors: accuracy per arm"))
+    if ctx.display:
+        r.figures.append(arm_figure(ctx, wo, "wordorder", "c9", "wordorder on frozen MiniLM vectors: accuracy per arm"))
     r.key = key_of(fam, ["model.position.scheme", "model.d", "width"], ctx.floor)
     r.metric = used_metrics(fam)
     r.run_ids = runs_of(fam)

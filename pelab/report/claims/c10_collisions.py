@@ -122,7 +122,7 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         )
     )
     coll = []
-    for run in shown:
+    for run in shown if ctx.display else ():  # the collision table is shown, never read by the verdict
         col = (ctx.analyse("probes", run_id=run) or {}).get("collisions") or {}
         if col:
             row = ctx.frame[ctx.frame.run_id == run].iloc[0]

@@ -238,9 +238,12 @@ def test_a_claim_not_run_here_points_to_the_command_that_runs_it() -> None:
     c18 = claim("C18", NOT_SUPPORTED, [], title="NoPE")
     c18.halves = {"causal": NOT_SUPPORTED, "masked": NOT_RUN}
     c13.halves = {}
-    lines = run_elsewhere([c13, c18, claim("C6", SUPPORTED, [])])
+    c4 = claim("C4", NOT_RUN, [], title="Four jobs")  # undecided because its second half was not run; the first ran
+    c4.halves = {"cross terms carry ≥ 10%": INCONCLUSIVE, "removing them costs": NOT_RUN}
+    lines = run_elsewhere([c13, c4, c18, claim("C6", SUPPORTED, [])])
     assert lines == [
         f"C13 (Segments): not run in this study; `{FULL_COMMAND}` runs it",
+        f"C4, removing them costs: not run in this study; `{FULL_COMMAND}` runs it",
         f"C18, masked: not run in this study; `{FULL_COMMAND}` runs it",
     ]
     assert FULL_COMMAND in PHRASE[NOT_RUN] and FULL_COMMAND == "pelab study --preset full"
@@ -377,6 +380,26 @@ def test_sentences_say_which_way_failed_equivalences_point_and_what_the_floor_ke
     c9[1] |= {"b": "add + 160", "b_acc": 0.7978, "skipped": ["add + 160 below the floor (a verdict needs both arms)"]}
     text = answer_sentences([claim("C9", INCONCLUSIVE, c9)])[0]["text"]
     assert text.endswith("1 more had an arm below the floor (add + 160 at 79.8%; budget too small)")
+
+
+def test_failed_equivalences_read_on_held_out_loss_say_so() -> None:
+    """quick's C7: two of its three "apart" rows were read on held-out loss (both arms at 100% accuracy, learned
+    surer), which is not "learned right more often"; the sentence says how many were read that way."""
+    rows = [
+        row("learned vs sinusoidal", "learned", "sinusoidal", -0.6, -0.5, NOT_SUPPORTED, metric="loss",
+            a_runs=["1"], b_runs=["2"]),
+        row("learned vs sinusoidal", "learned", "sinusoidal", -0.7, -0.5, NOT_SUPPORTED, metric="loss",
+            a_runs=["3"], b_runs=["4"]),
+        row("learned vs sinusoidal", "learned", "sinusoidal", 0.04, 0.066, NOT_SUPPORTED, metric="bpb",
+            a_runs=["5"], b_runs=["6"]),
+    ]  # fmt: skip
+    text = answer_sentences([claim("C7", NOT_SUPPORTED, rows)])[0]["text"]
+    assert text == (
+        "Learned and sinusoidal positions were within the margin on 0 of 3 comparisons and apart beyond it on 3 "
+        "(learned ahead on 2, sinusoidal on 1; 2 of them read on held-out loss, accuracy being at its ceiling)"
+    )
+    text = answer_sentences([claim("C7", NOT_SUPPORTED, rows[:1])])[0]["text"]
+    assert text.endswith("apart beyond it on 1 (learned ahead; read on held-out loss, accuracy being at its ceiling)")
 
 
 def test_forest_points_that_read_alike_are_named_by_what_tells_them_apart() -> None:

@@ -271,6 +271,22 @@ def test_ctrl_c_stops_workers_stores_nothing_half_done_and_resumes(tmp_path: Pat
     assert f"{len(stored)} already stored" in r.stdout and len(db_rows(out)) == 12
 
 
+@pytest.mark.parametrize("pilot", sorted((Path(__file__).parents[1] / "bench" / "pilots").glob("*.toml")), ids=str)
+def test_every_recorded_pilot_loads_and_trains_no_seed_a_preset_trains(pilot: Path) -> None:
+    """A pilot file is a record someone can rerun: it parses as a study, and its seeds are none a preset trains
+    (sequential seeds up to the cap included), so no budget was fixed on the seeds its verdicts read."""
+    from pelab.cli import preset_path
+    from pelab.study.grid import load_study, seed_sequence
+
+    trained: set[int] = set()
+    for name in ("quick", "full", "paper"):
+        study = load_study(preset_path(name))
+        cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
+        trained |= set(seed_sequence(study.seeds, cap))
+    study = load_study(pilot)
+    assert study.runs and not set(study.seeds) & trained
+
+
 @pytest.mark.parametrize("preset, tasks", [
     ("quick", ("reverse", "offset", "lookup")),
     ("full", ("reverse", "offset", "rotate", "sort", "lookup")),

@@ -272,16 +272,33 @@ def equivalence(
 
 def _ahead(apart: Rows) -> str:
     """ " (learned ahead on 1, sinusoidal on 1)": which arm led where an equivalence failed; two failures the
-    opposite ways are no ranking of the kinds."""
+    opposite ways are no ranking of the kinds. Where some were read on held-out loss or learning speed (accuracy
+    at its ceiling), it says how many: "apart" then means one arm was surer or faster, not more often right."""
     if not apart:
         return ""
     a = sum(r.get("resolution", {}).get("lo", 0) > 0 for r in apart)
     b = sum(r.get("resolution", {}).get("hi", 0) < 0 for r in apart)
     name_a, name_b = apart[0]["a"].split(" + ")[0], apart[0]["b"].split(" + ")[0]
     if a and b:
-        return f" ({name_a} ahead on {a}, {name_b} on {b})"
-    leader = name_a if a else name_b
-    return f" ({leader} ahead on each)" if len(apart) > 1 else f" ({leader} ahead)"
+        who = f"{name_a} ahead on {a}, {name_b} on {b}"
+    else:
+        leader = name_a if a else name_b
+        who = f"{leader} ahead on each" if len(apart) > 1 else f"{leader} ahead"
+    return f" ({who}{_read_on(apart)})"
+
+
+def _read_on(rows: Rows) -> str:
+    """ "; 2 of them read on held-out loss, accuracy being at its ceiling", or "" where every row read accuracy (or a
+    language model's own metric)."""
+    fallback = {"loss": "held-out loss", "auc": "learning speed"}
+    counts = [(name, sum(r.get("metric") == m for r in rows)) for m, name in fallback.items()]
+    counts = [(name, n) for name, n in counts if n]
+    if not counts:
+        return ""
+    if len(rows) == 1:
+        return f"; read on {counts[0][0]}, accuracy being at its ceiling"
+    said = " and ".join(f"{n} {'of them read ' if i == 0 else ''}on {name}" for i, (name, n) in enumerate(counts))
+    return f"; {said}, accuracy being at its ceiling"
 
 
 def arm_name(label: str) -> str:

@@ -265,9 +265,11 @@ def run_elsewhere(claims: list[ClaimResult]) -> list[str]:
     present in the report, and one that has no evidence here says where its evidence is."""
     out = []
     for c in claims:
-        if c.verdict == NOT_RUN:
+        halves = c.halves or {}
+        if c.verdict == NOT_RUN and all(v == NOT_RUN for v in halves.values()):
             out.append(f"{c.id} ({c.title})")
-        out += [f"{c.id}, {half}" for half, v in (c.halves or {}).items() if v == NOT_RUN and c.verdict != NOT_RUN]
+        else:  # a claim undecided because one half was not run names that half, not the claim: the other half ran
+            out += [f"{c.id}, {half}" for half, v in halves.items() if v == NOT_RUN]
     return [f"{what}: not run in this study; `{FULL_COMMAND}` runs it" for what in out]
 
 

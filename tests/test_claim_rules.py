@@ -91,8 +91,7 @@ def test_c6_every_branch() -> None:
 def test_c6_names_a_win_on_learning_speed_alone() -> None:
     """Both arms at 100% and below the loss floor: the area under the learning curve decides (SCIENCE.md's
     fallback), and the claim says the win is in speed, not final quality; a win on loss anywhere is not."""
-    from pelab.report.registry import ClaimResult
-    from pelab.report.summary import SPEED_WIN, headline
+    from pelab.report.summary import wins_text
     from pelab.report.tables import row_records, speed_only
 
     solved = [0.004, 0.005, 0.004, 0.005, 0.004]
@@ -103,11 +102,9 @@ def test_c6_names_a_win_on_learning_speed_alone() -> None:
     better = comp(arm("c", CEIL, lower), arm("a", CEIL, higher))
     assert not speed_only(row_records(rule_c6([fast, better], FLOOR, MARGIN)))
 
-    def c6(fam) -> ClaimResult:
-        return ClaimResult("C6", "t", "", "", "", verdict=fam.verdict, rows=row_records(fam, "concat_split vs add"))
-
-    assert SPEED_WIN in headline([c6(f)]) and "learned faster" in SPEED_WIN
-    assert SPEED_WIN not in headline([c6(rule_c6([fast, better], FLOOR, MARGIN))])
+    assert "all on learning speed alone" in wins_text(row_records(f, "concat_split vs add"))
+    both = row_records(rule_c6([fast, better], FLOOR, MARGIN), "concat_split vs add")
+    assert "all on learning speed alone" not in wins_text(both) and "1 on learning speed" in wins_text(both)
 
 
 # --- C7: learned ≈ sinusoidal on every comparison ----------------------------------------------
@@ -376,49 +373,6 @@ def test_c17_ranks_only_learned_arms() -> None:
 
 
 # --- the report's opening line is assembled from verdicts -----------------------------------------
-def test_answer_is_assembled_from_the_verdicts() -> None:
-    from pelab.report.registry import ClaimResult
-    from pelab.report.summary import answer, headline
-
-    def result(cid: str, verdict: str, key: str = "") -> ClaimResult:
-        return ClaimResult(id=cid, title=f"title {cid}", claim="", source="", rule="", verdict=verdict, key=key)
-
-    claims = [
-        result("C5", "exact", "concat_wide ×1.5 params, ×1.5 FLOPs; concat_split ×1.0"),
-        result("C6", NOT_SUPPORTED),
-        result("C9", INCONCLUSIVE),
-        result("C10", NO_INFO),
-    ]
-    lines = answer(claims)
-    head = headline(claims)
-    assert "did not beat adding on any task (C6)" in head
-    assert "not settled at this budget (C9)" in head
-    assert (
-        "cannot tell whether adding loses information at the input (the probes of every pair of arms that learned "
-        "sat at their ceiling) (C10)" in head
-    )
-    assert "costs ×1.5 params, ×1.5 FLOPs (C5)" in head
-    assert [x["id"] for x in lines] == ["C6", "C5", "C9", "C10"]
-    assert headline([result("C6", SUPPORTED)]).startswith("Added or concatenated? In this run, concatenating")
-
-
-def test_the_summary_line_of_a_claim_of_halves_says_which_half_failed() -> None:
-    """C4 in full: the cross terms carry their share, and what fails is "removing them costs"; C18: NoPE does
-    learn a causal model, what fails is "gets close". The line names each half's verdict; a claim that holds
-    needs no more."""
-    from pelab.report.registry import ClaimResult
-    from pelab.report.summary import answer
-
-    c4 = ClaimResult("C4", "Adding makes attention do four jobs at once", "", "", "", verdict=NOT_SUPPORTED,
-                     halves={"cross terms carry ≥ 10%": SUPPORTED, "removing them costs": NOT_SUPPORTED})  # fmt: skip
-    assert answer([c4])[0]["text"] == (
-        "Adding makes attention do four jobs at once: not supported by this run (cross terms carry ≥ 10%: holds; "
-        "removing them costs: fails)."
-    )
-    c4.verdict, c4.halves = SUPPORTED, {"cross terms carry ≥ 10%": SUPPORTED, "removing them costs": SUPPORTED}
-    assert answer([c4])[0]["text"] == "Adding makes attention do four jobs at once: supported by this run."
-
-
 def test_c1_well_below_d() -> None:
     assert rule_c1(200, 512) == SUPPORTED
     assert rule_c1(256, 512) == SUPPORTED
@@ -564,71 +518,21 @@ def test_c14_changes_one_factor_per_comparison() -> None:
     assert [r.verdict for r in combiners.rows] == [SUPPORTED, NO_INFO, NO_INFO]  # only sincos2d's gap is real
 
 
-def test_the_headline_says_on_how_many_comparisons_a_some_claim_held() -> None:
-    """'Supported on some comparison' is not a rule: the headline gives how many of the informative
-    comparisons held (C9 in full: 1 of 4), leaving out those too small or without information."""
-    from pelab.report.registry import ClaimResult
-    from pelab.report.summary import headline
-
-    outcomes = ((SUPPORTED, "acc"), (NOT_SUPPORTED, "acc"), (INCONCLUSIVE, "acc"), (TOO_SMALL, None))
-    rows = [{"family": "concat beats add", "verdict": v, "metric": m} for v, m in outcomes]
-    c9 = ClaimResult("C9", "t", "", "", "", verdict=SUPPORTED, rows=rows)
-    assert "hurt them against concatenating, on 1 of 3 comparisons (C9)" in headline([c9])
-    c9.verdict = INCONCLUSIVE
-    assert "on 1 of" not in headline([c9])
-
-
-def test_the_headline_says_when_held_out_loss_does_not_back_an_accuracy_win() -> None:
-    """C9 in full won on accuracy (+1.8 pp) where held-out loss did not confirm it: the headline says so beside
-    the count, from the rows' own notes (``rules.second_opinion``), and not when a winning row has no doubt."""
-    from pelab.report.registry import ClaimResult
-    from pelab.report.summary import headline
+def test_the_first_screen_says_when_held_out_loss_does_not_back_an_accuracy_win() -> None:
+    """C9 in full won on accuracy (+1.8 pp) where held-out loss did not confirm it: the win's sentence says so
+    beside the count, from the rows' own notes (``rules.second_opinion``), and not when a winning row has no doubt."""
+    from pelab.report.summary import wins_text
 
     doubt = "held-out loss does not confirm it (A's held-out loss -1.5% [-5.0%, +2.0%] relative to B's)"
     rows = [
         {"family": "concat beats add", "verdict": SUPPORTED, "metric": "acc", "notes": [doubt]},
         {"family": "concat beats add", "verdict": NOT_SUPPORTED, "metric": "acc", "notes": []},
+        {"family": "concat beats add", "verdict": SUPPORTED, "metric": "acc", "notes": []},
     ]
-    c9 = ClaimResult("C9", "t", "", "", "", verdict=SUPPORTED, rows=rows)
-    assert "on 1 of 2 comparisons (on accuracy; held-out loss does not confirm it) (C9)" in headline([c9])
+    assert wins_text(rows[:2]) == "1 of 2 comparisons (on accuracy; held-out loss does not confirm it)"
+    assert wins_text(rows).startswith("2 of 3 comparisons (1 of them on accuracy where held-out loss does not")
     rows[0]["notes"] = []
-    assert "does not confirm" not in headline([c9])
-
-
-def test_the_headline_gives_both_sides_of_a_some_comparison_claim_at_one_level() -> None:
-    """C6 in full: concat_split learned faster on 3 comparisons, all with sinusoidal positions, and add on
-    others with learned ones. Both sides are read by the same rule and Holm correction (C6 records the other way
-    as its own family), with the schemes each side won with; so does the size control; C19 has its clause."""
-    from pelab.report.registry import ClaimResult
-    from pelab.report.summary import headline
-
-    def rec(family: str, verdict: str, metric: str, scheme: str) -> dict:
-        return {"family": family, "verdict": verdict, "metric": metric, "where": {"model.position.scheme": scheme}}
-
-    same, back = "concat_split vs add", "add vs concat_split"
-    wide, wide_back = "concat_wide vs add at its width", "add at its width vs concat_wide"
-    rows = [rec(same, SUPPORTED, "auc", "sinusoidal"), rec(same, NOT_SUPPORTED, "auc", "learned"),
-            rec(same, INCONCLUSIVE, "acc", "learned"), rec(same, TOO_SMALL, None, "learned"),
-            rec(back, NOT_SUPPORTED, "auc", "sinusoidal"), rec(back, SUPPORTED, "auc", "learned"),
-            rec(back, SUPPORTED, "loss", "learned"), rec(back, TOO_SMALL, None, "learned"),
-            rec(wide, SUPPORTED, "auc", "sinusoidal"), rec(wide, NOT_SUPPORTED, "acc", "learned"),
-            rec(wide_back, INCONCLUSIVE, "auc", "sinusoidal"),
-            rec(wide_back, INCONCLUSIVE, "acc", "learned")]  # fmt: skip
-    c6 = ClaimResult("C6", "t", "", "", "", verdict=SUPPORTED, rows=rows)
-    c19 = ClaimResult("C19", "t", "", "", "", verdict=SUPPORTED,
-                      rows=[rec("concat beats add", SUPPORTED, "acc", "sincos2d")])  # fmt: skip
-    head = headline([c6, c19])
-    assert "on 1 of 3 comparisons, all with sinusoidal positions (C6)" in head
-    assert (
-        "adding beat concatenating at the same width beyond the same Holm-corrected interval on 2 of 3 comparisons, "
-        "1 on learning speed, all with learned positions (C6)" in head
-    )
-    assert (
-        "concat_wide beat add of the same total width on 1 of 2 comparisons, all on learning speed alone, all with "
-        "sinusoidal positions, and add of that width beat concat_wide on none of 2 comparisons, each beyond its "
-        "Holm-corrected interval (C6, size control)" in head
-    )
-    assert "in 2-D, concatenating the row and column encodings beat adding them, on 1 of 1 comparisons (C19)" in head
+    assert "does not confirm" not in wins_text(rows)
 
 
 def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accuracy() -> None:
@@ -644,15 +548,3 @@ def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accur
     assert fam.rows[0].verdict == NO_INFO
     cells = family_table("t", fam, ["task.name"]).rows[0][1:3]
     assert all("probe accuracy" in x and "100.0%" in x for x in cells) and not any("94.0%" in x for x in cells)
-
-
-def test_the_headline_says_how_many_c10_probes_sat_at_their_ceiling() -> None:
-    from pelab.report.registry import ClaimResult
-    from pelab.report.summary import headline
-
-    rows = [
-        {"family": "f", "verdict": v, "metric": m}
-        for v, m in ((NO_INFO, None), (NO_INFO, None), (INCONCLUSIVE, "probe"))
-    ]
-    c10 = ClaimResult("C10", "t", "", "", "", verdict=INCONCLUSIVE, rows=rows)
-    assert "not settled at this budget (the probes sat at their ceiling on 2 of 3 comparisons) (C10)" in headline([c10])

@@ -468,8 +468,24 @@ def test_a_win_decided_early_and_not_borne_out_later_says_so() -> None:
     won = row("concat_split vs add", "concat_split", "add", 0.02, 0.1, SUPPORTED, notes=[note], a_runs=["1"],
               b_runs=["2"])  # fmt: skip
     text = answer_sentences([claim("C6", SUPPORTED, [won])])[0]["text"]
-    assert "on 1 of 1 comparisons, all with learned positions, decided at an early look and not borne out on all " \
-           "its arms' seeds" in text  # fmt: skip
+    assert "on 1 of 1 comparisons, all with learned positions, by 2.0 to 10.0 pp accuracy, decided at an early look " \
+           "and not borne out on all its arms' seeds" in text  # fmt: skip
+
+
+def test_a_win_says_by_how_much_its_interval_establishes() -> None:
+    """A count of wins is never the whole answer: one win gives its interval's two ends, several give the smallest
+    and largest ends per metric ("each by"), in the metric's own units; a relative metric reads "in held-out
+    loss" (quick's C6 lookup win: 1.9% to 84.4%)."""
+    from pelab.report.summary import by_how_much
+
+    acc = row("concat_split vs add", "concat_split", "add", 0.005, 0.031, SUPPORTED)
+    acc2 = row("concat_split vs add", "concat_split", "add", 0.012, 0.02, SUPPORTED)
+    loss = row("concat_split vs add", "concat_split", "add", -0.844, -0.019, SUPPORTED, metric="loss")
+    assert by_how_much([acc]) == ", by 0.5 to 3.1 pp accuracy"
+    assert by_how_much([acc, acc2]) == ", each by 0.5 to 3.1 pp accuracy"
+    assert by_how_much([loss]) == ", by 1.9% to 84.4% in held-out loss"
+    assert by_how_much([acc, loss]) == ", each by 0.5 to 3.1 pp accuracy or 1.9% to 84.4% in held-out loss"
+    assert by_how_much([row("x", "a", "b", -0.01, 0.02, SUPPORTED)]) == ""  # an interval across 0 is no size
 
 
 def test_an_undecided_comparison_names_the_seeds_an_arm_failed_on() -> None:

@@ -160,32 +160,6 @@ def test_a_claims_resolution_is_the_widest_undecided_row() -> None:
     assert claim_resolution([one, mirror, other], INCONCLUSIVE)["rows"] == 2
 
 
-# --- the summary and the headline ---------------------------------------------------------
-def test_an_inconclusive_claim_states_its_resolution_in_the_summary_and_the_headline() -> None:
-    from pelab.report.registry import ClaimResult
-    from pelab.report.summary import answer, headline
-
-    f = family([comp(A5, B5)], ["acc"], FLOOR, MARGIN)
-    assert f.verdict == INCONCLUSIVE
-    rows = row_records(f, "concat_split vs add")
-    c6 = ClaimResult("C6", "Concatenation can beat addition", "", "", "", verdict=INCONCLUSIVE, rows=rows)
-    c6.resolution = claim_resolution(rows, INCONCLUSIVE)
-    phrase = f"its undecided comparison lies within ±{f.rows[0].resolution.within_text} at 95%"
-    assert answer([c6])[0]["text"] == f"Concatenation can beat addition: not settled at this budget; {phrase}."
-    assert f"cannot tell concatenating from adding at the same width ({phrase}) (C6)" in headline([c6])
-    # a decided claim needs no such phrase in its line (its table rows still carry theirs)
-    c6.verdict = NOT_SUPPORTED
-    assert answer([c6])[0]["text"] == "Concatenation can beat addition: not supported by this run."
-
-
-def test_an_inconclusive_claim_without_an_interval_says_why() -> None:
-    from pelab.report.registry import ClaimResult
-    from pelab.report.summary import answer
-
-    c16 = ClaimResult("C16", "Learned positions", "", "", "", verdict=INCONCLUSIVE, key="MiniLM is not installed.")
-    assert answer([c16])[0]["text"] == "Learned positions: not settled at this budget; MiniLM is not installed."
-
-
 def test_intervals_are_shown_within_the_metrics_range() -> None:
     """SCIENCE.md: intervals are clipped to the metric's range for display. A t-interval on heavy-tailed per-seed
     loss ratios reached −159.6% in quick's C6 ("A better by at most 159.6%"): no loss is below zero, so A can be

@@ -1,4 +1,5 @@
-"""What a run says, assembled from its verdicts; the scale it was measured at; the claims' documentation.
+"""The pieces the report's first screen is assembled from (``first_screen``: who won, where, by how much), the
+claims not run here, the scale a run was measured at, and the claims' documentation.
 
 Nothing here is written by hand per run: the opening of the report is a function of the
 claims' verdicts and key figures, and ``docs/claims.md`` is a function of the registry.
@@ -15,24 +16,21 @@ from pelab.report.catalog import all_claims
 from pelab.report.context import ReportContext
 from pelab.report.forest import below_floor
 from pelab.report.registry import DOC, ClaimResult
-from pelab.report.tables import loss_disagrees, speed_only
 from pelab.rules import (
     EARLY,
     ERROR,
     EXACT,
     INCONCLUSIVE,
+    LOSS_DOUBTS,
     NO_INFO,
     NOT_RUN,
     NOT_SUPPORTED,
     REPORTED,
     SUPPORTED,
     TOO_SMALL,
+    metric,
 )
-from pelab.rules.resolution import claim_resolution
-
-#: The order a reader asking "added or concatenated?" wants the answers in: the direct comparison, what
-#: concatenation costs, what addition is said to damage, why it might not, then the rest.
-ORDER = ("C6", "C5", "C9", "C10", "C2", "C3", "C4", "C7", "C8", "C13", "C14", "C12", "C17", "C1", "C11", "C15", "C16")
+from pelab.rules.resolution import number_text
 
 #: The command that runs every claim: what a claim (or half of one) this study did not run points to.
 FULL_COMMAND = "pelab study --preset full"
@@ -48,75 +46,6 @@ PHRASE = {
     REPORTED: "measured; no verdict by design",
     ERROR: "the evidence could not be computed",
 }
-
-
-def answer(claims: list[ClaimResult]) -> list[dict[str, str]]:
-    """One line per claim, in ORDER: the claim and its verdict in words (the key figures follow in the
-    summary table); ``headline`` answers the question itself above them."""
-    by_id = {c.id: c for c in claims}
-    ids = [i for i in ORDER if i in by_id] + [c.id for c in claims if c.id not in ORDER]
-    out = []
-    for i in ids:
-        c = by_id[i]
-        text = f"{c.title}: {PHRASE.get(c.verdict, c.verdict)}"
-        if c.halves and c.verdict not in (SUPPORTED, EXACT):
-            text += " (" + "; ".join(f"{name}: {HALF.get(v, v)}" for name, v in c.halves.items()) + ")"
-        if c.open and c.resolution:  # no claim ends in "not settled" alone: what its intervals do establish,
-            text += f"; {c.resolution['text']}"
-        elif c.open and c.key:  # or, where it has no interval (MiniLM not installed), why not
-            text += f"; {c.key.rstrip('.')}"
-        out.append({"id": c.id, "verdict": c.verdict, "text": text + "."})
-    return out
-
-
-#: A half's verdict in the summary line of a claim of several halves (``ClaimResult.halves``).
-HALF = {
-    EXACT: "holds exactly",
-    SUPPORTED: "holds",
-    NOT_SUPPORTED: "fails",
-    INCONCLUSIVE: "not settled",
-    NO_INFO: "no information",
-    TOO_SMALL: "arms did not learn",
-    NOT_RUN: "not run here (the full preset runs it)",
-}
-
-
-#: What each verdict of the claims that bear on "added or concatenated?" says, in the question's words.
-HEADLINE = {
-    "C6": {
-        SUPPORTED: "concatenating at the same width beat adding on at least one task",
-        NOT_SUPPORTED: "concatenating at the same width did not beat adding on any task",
-        INCONCLUSIVE: "this budget cannot tell concatenating from adding at the same width",
-        NO_INFO: "every comparison of concatenating and adding at the same width sat at a ceiling",
-        TOO_SMALL: "the arms comparing concatenating with adding did not learn",
-    },
-    "C9": {
-        SUPPORTED: "adding positions to frozen pretrained word vectors hurt them against concatenating",
-        NOT_SUPPORTED: "adding positions to frozen pretrained word vectors did not hurt them",
-        INCONCLUSIVE: "whether adding hurts frozen pretrained word vectors is not settled at this budget",
-        NO_INFO: "the frozen-word-vector comparisons sat at a ceiling",
-        TOO_SMALL: "the frozen-word-vector arms did not learn",
-    },
-    "C19": {
-        SUPPORTED: "in 2-D, concatenating the row and column encodings beat adding them",
-        NOT_SUPPORTED: "in 2-D, concatenating the row and column encodings did not beat adding them",
-        INCONCLUSIVE: "in 2-D, whether concatenating the row and column encodings beats adding them is not settled",
-    },
-    "C10": {
-        SUPPORTED: "adding lost token or position information at the input",
-        NOT_SUPPORTED: "adding lost no decodable token or position information at the input",
-        INCONCLUSIVE: "whether adding loses information at the input is not settled at this budget",
-        NO_INFO: "these tasks cannot tell whether adding loses information at the input (the probes of every pair "
-        "of arms that learned sat at their ceiling)",
-        TOO_SMALL: "the arms probed for collisions did not learn",
-    },
-}
-
-
-SPEED_WIN = (
-    "concatenating at the same width learned faster than adding on at least one task, where both solved it "
-    "(a learning-speed win: on no task was its final accuracy or loss better beyond C6's Holm-corrected interval)"
-)
 
 
 def tested(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -161,6 +90,27 @@ def where_won(won: list[dict[str, Any]]) -> str:
     return f" ({n} on {task})" if n > 1 else ""
 
 
+def by_how_much(won: list[dict[str, Any]]) -> str:
+    """ ", by 1.9% to 84.4% in held-out loss" (one win), ", each by 0.5 to 3.1 pp accuracy" (several: the smallest
+    and largest ends of their intervals, per metric): what the winning intervals establish, so a count of wins is
+    never the whole answer."""
+    spans: dict[str, tuple[float, float]] = {}
+    for r in won:
+        res, key = r.get("resolution"), r.get("metric")
+        if not res or not key or res["lo"] <= 0:  # oriented: positive is A ahead; a win's interval clears 0
+            continue
+        lo, hi = spans.get(key, (res["lo"], res["hi"]))
+        spans[key] = (min(lo, res["lo"]), max(hi, res["hi"]))
+    parts = []
+    for key, (lo, hi) in spans.items():
+        m = metric(key)
+        low = number_text(m, lo).removesuffix(" pp")  # "0.5 to 3.1 pp accuracy"
+        parts.append(f"{low} to {number_text(m, hi)} {'in ' if m.relative else ''}{m.label}")
+    if not parts:
+        return ""
+    return f", {'each ' if len(won) > 1 else ''}by " + " or ".join(parts)
+
+
 def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
     """ "2 of 25 comparisons, all on learning speed alone, all with learned positions", or "none of 25"; with the
     study's ``floor``, also how many of the wins were over an arm that had not learned its task at this budget
@@ -171,75 +121,16 @@ def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
         return f"none of {len(rows)} comparisons"
     speed = sum(r["metric"] == "auc" for r in won)
     how = ", all on learning speed alone" if speed == len(won) else f", {speed} on learning speed" if speed else ""
-    text = f"{len(won)} of {len(rows)} comparisons{where_won(won)}{how}{who_won(won)}{early(won)}"
+    text = f"{len(won)} of {len(rows)} comparisons{where_won(won)}{how}{who_won(won)}{by_how_much(won)}{early(won)}"
+    doubted = sum(any(str(n).startswith(LOSS_DOUBTS) for n in r.get("notes", [])) for r in won)
+    if doubted:  # a reader discounts an accuracy win that held-out loss does not back (``rules.second_opinion``)
+        text += (" (on accuracy; held-out loss does not confirm it)" if doubted == len(won)
+                 else f" ({doubted} of them on accuracy where held-out loss does not confirm it)")  # fmt: skip
     unlearned = sum(below_floor(r, floor, "b") for r in won) if floor is not None else 0  # B: the losing arm
     if unlearned:
         which = "each" if unlearned == len(won) else f"{unlearned} of them"
         text += f" ({which} over an arm that had not learned at this budget: below the {floor:.0%} floor)"
     return text
-
-
-def how_many(c: ClaimResult, same_width: list[dict[str, Any]]) -> str:
-    """ ", on 1 of 4 comparisons" for a claim supported on *some* comparison, so one row is not read as a rule;
-    and where every winning row's held-out loss does not back it (``loss_disagrees``), that too."""
-    if c.verdict != SUPPORTED:
-        return ""
-    rows = tested(same_width if c.id == "C6" else c.rows)
-    won = sum(r["verdict"] == SUPPORTED for r in rows)
-    doubt = " (on accuracy; held-out loss does not confirm it)" if loss_disagrees(rows) else ""
-    return f", on {won} of {len(rows)} comparisons{doubt}" if rows else ""
-
-
-def resolution_clause(records: list[dict[str, Any]]) -> str:
-    """ " (its 4 undecided comparisons lie within ±3.1 pp accuracy at 95%)", or "" when no row has an interval: an
-    undecided clause of the headline says how close the arms are, not only that the margin was not met."""
-    res = claim_resolution(records, INCONCLUSIVE)
-    return f" ({res['text']})" if res else ""
-
-
-def headline(claims: list[ClaimResult]) -> str:
-    """'Added or concatenated?' answered from the verdicts, one clause per claim that bears on it."""
-    by_id = {c.id: c for c in claims}
-    parts = []
-    for cid in ("C6", "C9", "C10"):
-        c = by_id.get(cid)
-        if c is not None and c.verdict in HEADLINE[cid]:
-            same_width = [r for r in c.rows if r["family"] == "concat_split vs add"]
-            speed = cid == "C6" and c.verdict == SUPPORTED and speed_only(same_width)
-            clause = f"{SPEED_WIN if speed else HEADLINE[cid][c.verdict]}{how_many(c, same_width)}"
-            if c.verdict == INCONCLUSIVE:  # what the intervals do establish, in the clause saying they do not decide
-                back = [r for r in c.rows if r["family"] == "add vs concat_split"]
-                clause += resolution_clause(same_width + back if cid == "C6" else c.rows)
-            ceiling = sum(r["verdict"] == NO_INFO for r in c.rows)
-            if cid == "C10" and c.verdict == INCONCLUSIVE and ceiling:
-                clause += f" (the probes sat at their ceiling on {ceiling} of {len(c.rows)} comparisons)"
-            if cid == "C6":
-                clause += who_won(same_width)
-            parts.append(f"{clause} ({cid})")
-            if cid == "C6":
-                back = [r for r in c.rows if r["family"] == "add vs concat_split"]
-                if tested(back):  # the other side, by the same rule and correction
-                    parts.append(f"adding beat concatenating at the same width beyond the same Holm-corrected "
-                                 f"interval on {wins_text(back)} (C6)")  # fmt: skip
-    c6 = by_id.get("C6")
-    wide = [r for r in (c6.rows if c6 else []) if r["family"] == "concat_wide vs add at its width"]
-    back = [r for r in (c6.rows if c6 else []) if r["family"] == "add at its width vs concat_wide"]
-    if tested(wide):
-        parts.append(f"concat_wide beat add of the same total width on {wins_text(wide)}, and add of that width beat "
-                     f"concat_wide on {wins_text(back)}, each beyond its Holm-corrected interval (C6, size "
-                     "control)")  # fmt: skip
-    c19 = by_id.get("C19")
-    if c19 is not None and c19.verdict in HEADLINE["C19"]:
-        open_19 = resolution_clause(c19.rows) if c19.verdict == INCONCLUSIVE else ""
-        parts.append(f"{HEADLINE['C19'][c19.verdict]}{how_many(c19, c19.rows)}{open_19} (C19)")
-    c5 = by_id.get("C5")
-    if c5 is not None and c5.verdict == EXACT and c5.key:
-        parts.append(
-            f"widening the model to concatenate costs {c5.key.split(';')[0].removeprefix('concat_wide ')} (C5)"
-        )
-    if not parts:
-        return ""
-    return "Added or concatenated? In this run, " + "; ".join(parts) + "."
 
 
 def not_measured(ctx: ReportContext) -> list[str]:
@@ -388,4 +279,4 @@ def claims_markdown() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DOC", "answer", "claims_markdown", "headline", "not_measured", "scale"]
+__all__ = ["DOC", "claims_markdown", "not_measured", "run_elsewhere", "scale", "wins_text"]

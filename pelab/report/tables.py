@@ -11,7 +11,6 @@ from typing import Any
 from pelab.report.registry import Table
 from pelab.rules import (
     ACC,
-    LOSS_DOUBTS,
     NO_INFO,
     OVERLAP,
     PROBE,
@@ -195,17 +194,10 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
     return out
 
 
-def loss_disagrees(records: Sequence[dict[str, Any]]) -> bool:
-    """Every supporting row (``row_records``) won on accuracy where held-out loss does not confirm it
-    (``rules.second_opinion``): the headline says so, since a reader discounts such a win."""
-    wins = [r for r in records if r["verdict"] == SUPPORTED]
-    return bool(wins) and all(any(n.startswith(LOSS_DOUBTS) for n in r.get("notes", [])) for r in wins)
-
-
 def speed_only(records: Sequence[dict[str, Any]]) -> bool:
     """Every supporting row (claims.json records: ``row_records``) was decided on learning speed (AUC): both arms
     had solved the task, so the win says how fast, not how well. SCIENCE.md allows that fallback; the key and
-    the headline tell the reader."""
+    the first screen tell the reader."""
     wins = [r for r in records if r["verdict"] == SUPPORTED]
     return bool(wins) and all(r["metric"] == "auc" for r in wins)
 

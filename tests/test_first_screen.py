@@ -486,6 +486,8 @@ def test_a_win_says_by_how_much_its_interval_establishes() -> None:
     assert by_how_much([loss]) == ", by 1.9% to 84.4% in held-out loss"
     assert by_how_much([acc, loss]) == ", each by 0.5 to 3.1 pp accuracy or 1.9% to 84.4% in held-out loss"
     assert by_how_much([row("x", "a", "b", -0.01, 0.02, SUPPORTED)]) == ""  # an interval across 0 is no size
+    tiny = row("concat_split vs add", "concat_split", "add", 0.0001, 0.036, SUPPORTED)
+    assert by_how_much([tiny]) == ", by up to 3.6 pp accuracy"  # never "by 0.0 to": its low end is above 0
 
 
 def test_an_undecided_comparison_names_the_seeds_an_arm_failed_on() -> None:

@@ -105,7 +105,8 @@ def by_how_much(won: list[dict[str, Any]]) -> str:
     for key, (lo, hi) in spans.items():
         m = metric(key)
         low = number_text(m, lo).removesuffix(" pp")  # "0.5 to 3.1 pp accuracy"
-        parts.append(f"{low} to {number_text(m, hi)} {'in ' if m.relative else ''}{m.label}")
+        span = f"up to {number_text(m, hi)}" if float(low.rstrip("%")) == 0 else f"{low} to {number_text(m, hi)}"
+        parts.append(f"{span} {'in ' if m.relative else ''}{m.label}")  # "up to": its low end prints as 0
     if not parts:
         return ""
     return f", {'each ' if len(won) > 1 else ''}by " + " or ".join(parts)

@@ -44,9 +44,12 @@ steps = {steps}
 eval_batches = 2
 [axes]
 "model.position.scheme" = ["sinusoidal", "learned"]
-"model.combine" = ["add", "concat_split"]
+"model.combine" = ["add", "concat_split", "concat_wide"]
 """
-N_RUNS = 8
+#: Six groups of two seeds. A group's seeds are stored together, so "one more stored run" can be two: with four
+#: groups, a Ctrl-C that left one group to run let the SIGKILL land after the last one (8 of 8 stored, seen in CI
+#: on 2026-11-26); with six, at least two groups are left for the SIGKILL phase.
+N_RUNS = 12
 #: Long enough that a group of two seeds takes a few seconds even on a fast CPU: each interruption must land while
 #: groups are still running (at 300 steps, on an AVX-512 Xeon, all 8 runs were stored before Ctrl-C arrived).
 STEPS = 1200

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pelab.report.forest import scale_of
-from pelab.report.summary import PHRASE, wins_text
+from pelab.report.summary import PHRASE, size_text, span_text, wins_text
 from pelab.rules import NO_INFO, NOT_RUN, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED, TOO_SMALL, metric
 
 Rows = Sequence[Mapping[str, Any]]
@@ -61,17 +60,6 @@ def overview_rows(claims: Sequence[Any]) -> list[tuple[str, str, Mapping[str, An
             seen.add(pair(r))
             out.append((cid, group, r))
     return out
-
-
-def size_text(row: Mapping[str, Any], x: float) -> str:
-    """An unsigned effect in the row's deciding metric: "3.1 pp accuracy", "12% in held-out loss"."""
-    key = row["metric"]
-    factor, unit = scale_of(key)
-    if unit.startswith("%"):
-        return f"{factor * x:.1f}% in {unit.split(' ', 3)[-1]}"
-    if unit.startswith("pp"):
-        return f"{factor * x:.1f} {unit}"
-    return f"{x:.3g} {unit}"
 
 
 def at_most(rows: Rows) -> str:
@@ -326,9 +314,9 @@ def versus(r: Mapping[str, Any], b: str | None = None) -> str:
             else f"within ±{100 * max(abs(lo), abs(hi)):.1f}%"  # fmt: skip
         return f"within the ±{RELATIVE_MARGIN:.0%} margin of {b} ({span})"
     if lo > 0:
-        return f"ahead of {b} by {size_text(r, lo).split(' ', 1)[0]} to {size_text(r, hi)}"
+        return f"ahead of {b} by {span_text(r, lo, hi)}"
     if hi < 0:
-        return f"behind {b} by {size_text(r, -hi).split(' ', 1)[0]} to {size_text(r, -lo)}"
+        return f"behind {b} by {span_text(r, -hi, -lo)}"
     return f"within ±{size_text(r, r['resolution']['within'])} of {b}"
 
 

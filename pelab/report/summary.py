@@ -8,13 +8,14 @@ claims' verdicts and key figures, and ``docs/claims.md`` is a function of the re
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from pelab.report.catalog import all_claims
 from pelab.report.context import ReportContext
-from pelab.report.forest import below_floor
+from pelab.report.forest import below_floor, scale_of
 from pelab.report.registry import DOC, ClaimResult
 from pelab.rules import (
     EARLY,
@@ -30,7 +31,6 @@ from pelab.rules import (
     TOO_SMALL,
     metric,
 )
-from pelab.rules.resolution import number_text
 
 #: The command that runs every claim: what a claim (or half of one) this study did not run points to.
 FULL_COMMAND = "pelab study --preset full"
@@ -90,25 +90,40 @@ def where_won(won: list[dict[str, Any]]) -> str:
     return f" ({n} on {task})" if n > 1 else ""
 
 
+def size_text(row: Mapping[str, Any], x: float) -> str:
+    """An unsigned effect in the row's deciding metric: "3.1 pp accuracy", "12% in held-out loss"."""
+    key = row["metric"]
+    factor, unit = scale_of(key)
+    if unit.startswith("%"):
+        return f"{factor * x:.1f}% in {unit.split(' ', 3)[-1]}"
+    if unit.startswith("pp"):
+        return f"{factor * x:.1f} {unit}"
+    return f"{x:.3g} {unit}"
+
+
+def span_text(row: Mapping[str, Any], lo: float, hi: float) -> str:
+    """ "1.9% to 84.4% in held-out loss", "2.0 to 10.0 pp accuracy": an effect between two positive ends in the row's
+    metric; "up to 3.6 pp accuracy" where the low end prints as 0 (it is above 0: a reader must not read "by 0")."""
+    low = size_text(row, lo).split(" ", 1)[0]
+    if float(low.rstrip("%")) == 0:
+        return f"up to {size_text(row, hi)}"
+    return f"{low} to {size_text(row, hi)}"
+
+
 def by_how_much(won: list[dict[str, Any]]) -> str:
     """ ", by 1.9% to 84.4% in held-out loss" (one win), ", each by 0.5 to 3.1 pp accuracy" (several: the smallest
     and largest ends of their intervals, per metric): what the winning intervals establish, so a count of wins is
     never the whole answer."""
-    spans: dict[str, tuple[float, float]] = {}
+    spans: dict[str, tuple[float, float, dict[str, Any]]] = {}
     for r in won:
         res, key = r.get("resolution"), r.get("metric")
         if not res or not key or res["lo"] <= 0:  # oriented: positive is A ahead; a win's interval clears 0
             continue
-        lo, hi = spans.get(key, (res["lo"], res["hi"]))
-        spans[key] = (min(lo, res["lo"]), max(hi, res["hi"]))
-    parts = []
-    for key, (lo, hi) in spans.items():
-        m = metric(key)
-        low = number_text(m, lo).removesuffix(" pp")  # "0.5 to 3.1 pp accuracy"
-        span = f"up to {number_text(m, hi)}" if float(low.rstrip("%")) == 0 else f"{low} to {number_text(m, hi)}"
-        parts.append(f"{span} {'in ' if m.relative else ''}{m.label}")  # "up to": its low end prints as 0
-    if not parts:
+        lo, hi, _ = spans.get(key, (res["lo"], res["hi"], r))
+        spans[key] = (min(lo, res["lo"]), max(hi, res["hi"]), r)
+    if not spans:
         return ""
+    parts = [span_text(r, lo, hi) for lo, hi, r in spans.values()]
     return f", {'each ' if len(won) > 1 else ''}by " + " or ".join(parts)
 
 
@@ -217,7 +232,7 @@ def seeds_used(ctx: ReportContext) -> tuple[list[int], str, str]:
 
 def claims_markdown() -> str:
     """docs/claims.md: every claim, who made it, its deciding metrics and its rule, from the registry."""
-    from pelab.rules import FLOOR_POLICY, LOSS_FLOOR, RELATIVE_MARGIN, metric
+    from pelab.rules import FLOOR_POLICY, LOSS_FLOOR, RELATIVE_MARGIN
 
     lines = [
         "# The claims and their rules",

@@ -128,9 +128,12 @@ class Test:
         half = float(st.t.ppf(0.5 + self.read_level(level) / 2, self.n - 1)) * self.se
         return (self.mean - half, self.mean + half)
 
-    def oriented(self, level: float = 1 - ALPHA) -> tuple[float, float]:
-        """The interval with positive meaning 'A better'."""
+    def oriented(self, level: float = 1 - ALPHA, clip: bool = False) -> tuple[float, float]:
+        """The interval with positive meaning 'A better'; with ``clip``, first held to the range the difference can
+        take (``Metric.clip_diff``): for display only, never for a verdict."""
         lo, hi = self.interval(level)
+        if clip:
+            lo, hi = self.metric.clip_diff(lo), self.metric.clip_diff(hi)
         return (lo, hi) if self.sign > 0 else (-hi, -lo)
 
     def p_beyond(self, theta: float) -> float:

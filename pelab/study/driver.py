@@ -152,7 +152,7 @@ def run_study(
         start = time.perf_counter()
         chosen = _backend(backend, address, workers, threads, device, ckpt_dir, retries, pending, runs_per_gpu)
         # where the runs train: a GPU shapes the stacks (groups.py) and has no time estimate
-        gpu = device.startswith("cuda") or (device == "auto" and backend == "local" and _cuda())
+        gpu = device.startswith("cuda") or (device == "auto" and backend == "local" and _auto_is_cuda())
         with chosen as (where, execute, slots):
             if not quiet:
                 console.print(
@@ -212,10 +212,11 @@ def _stack_budget(backend: str, device: str, slots: int) -> int:
     return machine_bytes("cpu" if device == "auto" else device) // (2 * max(1, slots))
 
 
-def _cuda() -> bool:
-    import torch
+def _auto_is_cuda() -> bool:
+    """Whether ``--device auto`` trains on a GPU here (``pelab.device.resolve_device``, as the workers resolve it)."""
+    from pelab.device import resolve_device
 
-    return torch.cuda.is_available()
+    return resolve_device("auto").type == "cuda"
 
 
 def _unstacked(pending: list[RunConfig]) -> dict[str, int]:

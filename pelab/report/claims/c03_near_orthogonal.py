@@ -112,8 +112,7 @@ def c3_table(fam: Family, series: dict[str, list[Comparison]], floor: float) -> 
         ends = []
         for c in (learned[0], learned[-1]) if len(learned) >= 2 else ():
             t = paired_test(c, row.test.metric if row.test is not None else ACC)
-            lo, hi = (t.metric.clip_diff(x) for x in t.interval())  # within the metric's range, then A-better-up
-            lo, hi = (lo, hi) if t.sign > 0 else (-hi, -lo)
+            lo, hi = t.oriented(clip=True)  # within the metric's range, A better upwards
             fmt = t.metric.fmt_diff
             ends.append(f"d={c.where['model.d']}: {fmt(t.sign * t.mean)} [{fmt(lo)}, {fmt(hi)}]")
         rows.append(

@@ -176,3 +176,9 @@ def test_intervals_are_shown_within_the_metrics_range() -> None:
     )
     res = resolve("better", LOSS, (-1.596, 8.218), 0.95)
     assert res is not None and res.a_by_at_most == 1.0 and "A better by at most 100.0%" in res.text
+    # the test's own interval, oriented (A better upwards: a lower loss) and clipped for display; a verdict reads
+    # it unclipped
+    heavy = Test(LOSS, [-0.9, -0.95, 0.5, -0.99, -0.8])  # A's loss far lower on 4 seeds, higher on 1
+    lo, hi = heavy.interval()
+    assert lo < -1.0 and heavy.oriented() == (-hi, -lo)  # the raw interval reaches past −100%
+    assert heavy.oriented(clip=True) == (-hi, 1.0)

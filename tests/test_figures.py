@@ -189,16 +189,21 @@ def test_what_this_run_says_comes_first(tmp_path: Path) -> None:
     """The first screen: the sentences, each ending in a link to its claim, then the scale; the list of every claim
     (a badge and a link each, no key figures) after it."""
     sentences = [
-        {"id": "C6", "verdict": INCONCLUSIVE, "text": "At the same width, concatenating beat adding on 0 of 3"},
-        {"id": "C9", "verdict": NO_INFO, "text": "On frozen vectors, both arms sat at the ceiling on 2"},
-    ]
+        {"id": "C6", "verdict": INCONCLUSIVE, "text": "At the same width, concatenating beat adding on 0 of 3",
+         "details": ["Undecided: they differ by at most 3.1 pp accuracy", "No verdict on 1 more: an arm below"]},
+        {"id": "C9", "verdict": NO_INFO, "text": "On frozen vectors, both arms sat at the ceiling on 2", "details": []},
+    ]  # fmt: skip
     claims = [claim(id="C6", verdict=INCONCLUSIVE), claim(id="C9", verdict=NO_INFO)]
     html, md = render(tmp_path, claims, sentences=sentences, scale="~3k parameters, 25k tokens per run, seeds 0, 1")
     assert html.index("What this run says") < html.index('id="summary"')
     assert md.index("What this run says") < md.index("## Every claim")
     sentence = "At the same width, concatenating beat adding on 0 of 3"
     assert f'<p class="sentence">{sentence} (<a href="#c6">C6</a>).</p>' in html
-    assert "At the same width, concatenating beat adding on 0 of 3 ([C6](#c6))." in md
+    assert "**At the same width, concatenating beat adding on 0 of 3** ([C6](#c6))." in md
+    # its numbers under it, a short list each; none under a sentence without details
+    assert '<ul class="details"><li>Undecided: they differ by at most 3.1 pp accuracy.</li><li>No verdict' in html
+    assert html.count('<ul class="details">') == 1
+    assert "([C6](#c6)).\n- Undecided: they differ by at most 3.1 pp accuracy.\n- No verdict on 1 more" in md
     assert html.index("on 0 of 3") < html.index("~3k parameters") < html.index('id="summary"')
     assert "~3k parameters, 25k tokens per run" in md
     assert f"- {VERDICT_GLYPH[NO_INFO]} **{NO_INFO}** · [C9](#c9) t" in md

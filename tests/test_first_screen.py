@@ -40,6 +40,11 @@ def row(family: str, a: str, b: str, lo: float, hi: float, verdict: str, metric:
     }  # fmt: skip
 
 
+def said(answer: dict) -> str:
+    """An answer's sentence and its details, as one text: what a reader of the first screen reads."""
+    return " ".join([answer["text"], *answer["details"]])
+
+
 def claim(cid: str, verdict: str, rows: list[dict], title: str = "a claim", key: str = "") -> SimpleNamespace:
     return SimpleNamespace(id=cid, verdict=verdict, rows=rows, title=title, key=key, halves={}, resolution=None,
                            open=verdict == INCONCLUSIVE)  # fmt: skip
@@ -126,12 +131,18 @@ def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
     assert [s["id"] for s in out] == ["C6", "C6", "C9", "C7", "C18"]
     for s in out[:2] + out[3:]:
         assert any(ch.isdigit() for ch in s["text"]), s
+    for s in out:  # one plain sentence that counts; the bounds and their caveats are the details under it
+        assert len(s["text"].split()) <= 40 and "at most" not in s["text"] and ". " not in s["text"], s
+    assert out[0]["details"] == [
+        "Where concatenating beat adding: all with learned positions; by 2.0 to 10.0 pp accuracy",
+        "Undecided: it differs by at most 3.1 pp accuracy",
+    ]
     # C6 at the same width: 1 of 2 won; the undecided one says its resolution, the widest |bound| (3.1 pp) by hand.
-    assert "on 1 of 2 comparisons" in out[0]["text"] and "differs by at most 3.1 pp accuracy" in out[0]["text"]
-    assert "differs by at most 2.0 pp accuracy" in out[3]["text"]  # C7: max(|−0.02|, |0.005|)
+    assert "on 1 of 2 comparisons" in said(out[0]) and "differs by at most 3.1 pp accuracy" in said(out[0])
+    assert "differs by at most 2.0 pp accuracy" in said(out[3])  # C7: max(|−0.02|, |0.005|)
     # loss higher: behind; the B arm of C18's causal rows is the best scheme of the run
-    assert "causal ones were behind rotary, the best here, by 3.0% to 5.0% in held-out loss" in out[4]["text"]
-    assert "not run" in out[2]["text"]
+    assert "causal ones were behind rotary, the best here, by 3.0% to 5.0% in held-out loss" in said(out[4])
+    assert "not run" in said(out[2])
 
 
 def test_claim_lines_are_short_and_carry_the_verdict() -> None:
@@ -226,7 +237,7 @@ def test_the_published_table_keeps_numbers_and_moves_reasons_under_it() -> None:
 def test_a_family_that_read_no_metric_says_why_with_its_own_count() -> None:
     small = {**row("concat_split vs add", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None}
     c6 = claim("C6", INCONCLUSIVE, [small, small, row("other family", "x", "y", -0.1, 0.1, INCONCLUSIVE)])
-    first = answer_sentences([c6])[0]["text"]
+    first = said(answer_sentences([c6])[0])
     assert first == "At the same width: no verdict: the arms did not learn at this budget (2 comparisons)"
 
 
@@ -299,14 +310,18 @@ def test_an_equal_pair_is_counted_as_such_and_the_open_rest_is_resolved_per_sche
         row("add vs concat_split", "add", "concat_split", -0.221, 0.075, INCONCLUSIVE, a_runs=["6"], b_runs=["5"],
             where=sin),
     ]  # fmt: skip
-    text = answer_sentences([claim("C6", INCONCLUSIVE, rows)])[0]["text"]
-    assert text.startswith("At the same width, neither side won beyond its interval on any of 3 comparisons: 1 was "
-                           "equal within the margin, and the other 2 differ by at most ")  # fmt: skip
-    assert text.endswith("1.4 pp accuracy with learned positions and 22.1 pp accuracy with sinusoidal ones")
+    answer = answer_sentences([claim("C6", INCONCLUSIVE, rows)])[0]
+    assert answer["text"] == (
+        "At the same width, neither side won beyond its interval on any of 3 comparisons; 1 equal within the margin, "
+        "2 undecided"
+    )
+    assert answer["details"] == ["Undecided: both differ by at most 1.4 pp accuracy with learned positions and 22.1 pp "
+                                 "accuracy with sinusoidal ones"]  # fmt: skip
     # with a win, the equal one is still counted apart
     rows[1] = {**rows[1], "verdict": SUPPORTED, "lo": 0.01, "hi": 0.03}
-    text = answer_sentences([claim("C6", SUPPORTED, rows)])[0]["text"]
-    assert text.endswith("; 1 was equal within the margin; the other differs by at most 22.1 pp accuracy")
+    answer = answer_sentences([claim("C6", SUPPORTED, rows)])[0]
+    assert answer["text"].endswith("; 1 equal within the margin, 1 undecided")
+    assert answer["details"][-1] == "Undecided: it differs by at most 22.1 pp accuracy"
 
 
 def test_the_seeds_line_says_what_each_arm_got() -> None:
@@ -340,20 +355,24 @@ def test_the_language_model_sentence_reads_from_the_nope_arm_and_beside_other_sc
                 a_runs=["m"], b_runs=["s"])  # another NoPE arm (mlm): not this sentence's  # fmt: skip
     c18 = claim("C18", NOT_SUPPORTED, [causal, masked])
     c7 = claim("C7", NOT_SUPPORTED, [sin, other])
-    text = answer_sentences([c18, c7])[-1]["text"]
-    assert text == (
+    answer = answer_sentences([c18, c7])[-1]
+    assert answer["text"] == (
         "Language models without positions: causal ones were behind rotary, the best here, by 7.4% to 9.3% in bits "
-        "per byte, within the ±2% margin of sinusoidal (behind by 0.4% to 1.0%); masked ones were behind rotary, "
-        "the best here, by 47.1% to 56.2% in bits per byte"
-    )  # masked: rotary's bpb 32-36% below NoPE's is NoPE's 0.32/0.68 = 47.1% to 0.36/0.64 = 56.2% above rotary's
+        "per byte; masked ones were behind rotary, the best here, by 47.1% to 56.2% in bits per byte"
+    )
+    assert answer["details"] == [
+        "Causal ones were also within the ±2% margin of sinusoidal (behind by 0.4% to 1.0%)"
+    ]  # masked: rotary's bpb 32-36% below NoPE's is NoPE's 0.32/0.68 = 47.1% to 0.36/0.64 = 56.2% above rotary's
 
 
 def test_equal_on_held_out_loss_near_its_floor_says_the_margin_was_in_nats() -> None:
     note = "margin ±29% here: 0.01 nats of B's 0.0348 (±2% would be 0.0007 nats)"
     tied = row("concat_split vs add", "concat_split", "add", -0.25, 0.25, NOT_SUPPORTED, metric="loss",
                a_runs=["1"], b_runs=["2"], notes=[note])  # fmt: skip
-    text = answer_sentences([claim("C6", NOT_SUPPORTED, [tied])])[0]["text"]
-    assert "1 was equal within the margin (on held-out loss within 0.01 nats, the loss margin near its floor)" in text
+    answer = answer_sentences([claim("C6", NOT_SUPPORTED, [tied])])[0]
+    assert answer["text"].endswith("on any of 1 comparisons; 1 equal within the margin")
+    assert answer["details"] == ["Equal within the margin: on held-out loss within 0.01 nats, the loss margin near its "
+                                 "floor"]  # fmt: skip
 
 
 def test_sentences_say_which_way_failed_equivalences_point_and_what_the_floor_kept_out() -> None:
@@ -367,19 +386,23 @@ def test_sentences_say_which_way_failed_equivalences_point_and_what_the_floor_ke
         row("learned vs sinusoidal", "learned", "sinusoidal", -0.004, 0.004, SUPPORTED, a_runs=["5"], b_runs=["6"]),
         {**row("learned vs sinusoidal", "learned", "sinusoidal", 0, 0, TOO_SMALL), "metric": None},
     ]  # fmt: skip
-    text = answer_sentences([claim("C7", NOT_SUPPORTED, rows)])[0]["text"]
-    assert text == (
-        "Learned and sinusoidal positions were within the margin on 1 of 3 comparisons and apart beyond it on 2 "
-        "(learned ahead on 1, sinusoidal on 1); 1 more had an arm below the floor (budget too small)"
+    answer = answer_sentences([claim("C7", NOT_SUPPORTED, rows)])[0]
+    assert answer["text"] == (
+        "Learned and sinusoidal positions were within the margin on 1 of 3 comparisons and apart beyond it on 2; "
+        "1 more with an arm below the floor"
     )
+    assert answer["details"] == ["Apart: learned ahead on 1, sinusoidal on 1",
+                                 "No verdict on 1 more: an arm below the floor (budget too small)"]  # fmt: skip
     c9 = [row("concat beats add", "concat_split", "add", -0.003, 0.012, INCONCLUSIVE, a_runs=["7"], b_runs=["8"]),
           {**row("concat beats add", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None}]  # fmt: skip
-    text = answer_sentences([claim("C9", INCONCLUSIVE, c9)])[0]["text"]
-    assert text.endswith("it differs by at most 1.2 pp accuracy; 1 more had an arm below the floor (budget too small)")
+    answer = answer_sentences([claim("C9", INCONCLUSIVE, c9)])[0]
+    assert answer["text"].endswith("on any of 1 comparisons; 1 undecided, 1 more with an arm below the floor")
+    assert answer["details"] == ["Undecided: it differs by at most 1.2 pp accuracy",
+                                 "No verdict on 1 more: an arm below the floor (budget too small)"]  # fmt: skip
     # the arm that kept a comparison out is named with its accuracy (full's C9 turned on add at 79.8%)
     c9[1] |= {"b": "add + 160", "b_acc": 0.7978, "skipped": ["add + 160 below the floor (a verdict needs both arms)"]}
-    text = answer_sentences([claim("C9", INCONCLUSIVE, c9)])[0]["text"]
-    assert text.endswith("1 more had an arm below the floor (add + 160 at 79.8%; budget too small)")
+    text = said(answer_sentences([claim("C9", INCONCLUSIVE, c9)])[0])
+    assert text.endswith("No verdict on 1 more: an arm below the floor (add + 160 at 79.8%; budget too small)")
 
 
 def test_failed_equivalences_read_on_held_out_loss_say_so() -> None:
@@ -393,13 +416,15 @@ def test_failed_equivalences_read_on_held_out_loss_say_so() -> None:
         row("learned vs sinusoidal", "learned", "sinusoidal", 0.04, 0.066, NOT_SUPPORTED, metric="bpb",
             a_runs=["5"], b_runs=["6"]),
     ]  # fmt: skip
-    text = answer_sentences([claim("C7", NOT_SUPPORTED, rows)])[0]["text"]
-    assert text == (
-        "Learned and sinusoidal positions were within the margin on 0 of 3 comparisons and apart beyond it on 3 "
-        "(learned ahead on 2, sinusoidal on 1; 2 of them read on held-out loss, accuracy being at its ceiling)"
+    answer = answer_sentences([claim("C7", NOT_SUPPORTED, rows)])[0]
+    assert answer["text"] == (
+        "Learned and sinusoidal positions were within the margin on 0 of 3 comparisons and apart beyond it on 3"
     )
-    text = answer_sentences([claim("C7", NOT_SUPPORTED, rows[:1])])[0]["text"]
-    assert text.endswith("apart beyond it on 1 (learned ahead; read on held-out loss, accuracy being at its ceiling)")
+    assert answer["details"] == [
+        "Apart: learned ahead on 2, sinusoidal on 1; 2 of them read on held-out loss, accuracy being at its ceiling"
+    ]
+    answer = answer_sentences([claim("C7", NOT_SUPPORTED, rows[:1])])[0]
+    assert answer["details"] == ["Apart: learned ahead; read on held-out loss, accuracy being at its ceiling"]
 
 
 def test_forest_points_that_read_alike_are_named_by_what_tells_them_apart() -> None:
@@ -427,7 +452,7 @@ def test_a_row_refuted_because_b_led_at_95_percent_is_no_tie() -> None:
               a_runs=["1"], b_runs=["2"])  # fmt: skip
     back = row("add at its width vs concat_wide", "add", "concat_wide", 0.001, 0.033, INCONCLUSIVE,
                a_runs=["2"], b_runs=["1"])  # fmt: skip
-    text = next(s["text"] for s in answer_sentences([claim("C6", NOT_SUPPORTED, [led, back])])
+    text = next(said(s) for s in answer_sentences([claim("C6", NOT_SUPPORTED, [led, back])])
                 if s["text"].startswith("Widened"))  # fmt: skip
     assert "equal within the margin" not in text and "differs by at most 3.3 pp accuracy" in text
 
@@ -467,9 +492,13 @@ def test_a_win_decided_early_and_not_borne_out_later_says_so() -> None:
             f"seeds: A − B -1.1 pp [-4.3 pp, +2.1 pp] accuracy, {INCONCLUSIVE}")  # fmt: skip
     won = row("concat_split vs add", "concat_split", "add", 0.02, 0.1, SUPPORTED, notes=[note], a_runs=["1"],
               b_runs=["2"])  # fmt: skip
-    text = answer_sentences([claim("C6", SUPPORTED, [won])])[0]["text"]
-    assert "on 1 of 1 comparisons, all with learned positions, by 2.0 to 10.0 pp accuracy, decided at an early look " \
-           "and not borne out on all its arms' seeds" in text  # fmt: skip
+    answer = answer_sentences([claim("C6", SUPPORTED, [won])])[0]
+    assert answer["text"] == ("At the same width, concatenating beat adding on 1 of 1 comparisons and adding beat "
+                              "concatenating on none")  # fmt: skip
+    assert answer["details"] == [
+        "Where concatenating beat adding: all with learned positions; by 2.0 to 10.0 pp "
+        "accuracy; decided at an early look and not borne out on all its arms' seeds"
+    ]
 
 
 def test_a_win_says_by_how_much_its_interval_establishes() -> None:
@@ -507,15 +536,16 @@ def test_an_undecided_comparison_names_the_seeds_an_arm_failed_on() -> None:
             where={**sin, "task.name": "lookup"}, a_seed_acc=[[0, 0.85], [1, 0.796], [2, 0.83]],
             b_seed_acc=[[0, 0.5], [1, 0.6], [2, 0.85]]),
     ]  # fmt: skip
-    text = answer_sentences([claim("C6", INCONCLUSIVE, rows)], FLOOR, MARGIN)[0]["text"]
-    assert text.endswith(
-        "differ by at most 24.4 pp accuracy, where add with sinusoidal positions ended more than 1 pp under the 80% "
-        "floor on 1 of 8 seeds in each of reverse (61.1%) and offset (52.4%)"
-    ), text
+    answer = answer_sentences([claim("C6", INCONCLUSIVE, rows)], FLOOR, MARGIN)[0]
+    assert answer["details"] == [
+        "Undecided: they differ by at most 24.4 pp accuracy",
+        "Failed seeds among them: add with sinusoidal positions ended more than 1 pp under the 80% floor on 1 of 8 "
+        "seeds in each of reverse (61.1%) and offset (52.4%)",
+    ]
     rows[1]["b_seed_acc"] = [[s, v] for s, v in enumerate([1.0, 0.3, 0.994, 1.0, 1.0, 1.0, 1.0, 0.524])]
-    text = answer_sentences([claim("C6", INCONCLUSIVE, rows)], FLOOR, MARGIN)[0]["text"]
+    text = said(answer_sentences([claim("C6", INCONCLUSIVE, rows)], FLOOR, MARGIN)[0])
     assert text.endswith("floor on 1 of 8 seeds in reverse (61.1%) and 2 of 8 seeds in offset (30.0%, 52.4%)"), text
     assert "80.7%" not in text and "79.6%" not in text  # above the floor, or at it
-    assert "floor on" not in answer_sentences([claim("C6", INCONCLUSIVE, rows)])[0]["text"]  # no floor: no clause
+    assert "floor on" not in said(answer_sentences([claim("C6", INCONCLUSIVE, rows)])[0])  # no floor: no clause
     decided = [{**rows[0], "verdict": SUPPORTED, "lo": 0.01, "hi": 0.2}]
-    assert "floor on" not in answer_sentences([claim("C6", SUPPORTED, decided)], FLOOR, MARGIN)[0]["text"]
+    assert "floor on" not in said(answer_sentences([claim("C6", SUPPORTED, decided)], FLOOR, MARGIN)[0])

@@ -1,9 +1,12 @@
 """The report's first screen, assembled from the verdicts and their rows (never written by hand per run).
 
-* ``answer_sentences``: at most five plain sentences on the question, one per central claim (C6 at the same width,
-  C6's size control, C9, C7, C18), each built from that claim's rows (``claims.json`` rows: verdicts, intervals,
-  resolutions) and ending in a link to its section. An undecided part says what its intervals do establish
-  ("the other 3 differ by at most 3.1 pp accuracy").
+* ``answer_sentences``: at most five answers on the question, one per central claim (C6 at the same width, C6's
+  size control, C9, C7, C18), each built from that claim's rows (``claims.json`` rows: verdicts, intervals,
+  resolutions): one plain sentence that counts (who won how often, how many were equal, how many stay open) and
+  ends in a link to its section, then its numbers as short details under it (by how much the wins won, what the
+  undecided intervals do establish: "undecided: they differ by at most 3.1 pp accuracy", which seeds failed). A
+  reader gets the answer from the sentences alone; the one long sentence that carried every number read as a
+  wall.
 * ``overview_rows``: every add-against-concat comparison the claims made, once each, for the forest plot.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pelab.report.summary import PHRASE, size_text, span_text, wins_text
+from pelab.report.summary import PHRASE, bare, size_text, span_text, win_facts
 from pelab.rules import NO_INFO, NOT_RUN, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED, TOO_SMALL, metric
 
 Rows = Sequence[Mapping[str, Any]]
@@ -99,16 +102,19 @@ def _by_scheme(rows: Rows) -> str:
     return ", ".join(said[:-1]) + f" and {said[-1]}"
 
 
-def _rest(rows: Rows, decided: int, floor: float | None = None, margin: float = 0.01) -> str:
-    """ "; the other 3 differ by at most 3.1 pp accuracy" for the rows no verdict decided, or "", and, with the
-    study's ``floor``, the arms among them that failed on some of their seeds (``failing_seeds``)."""
+def _undecided(rows: Rows, floor: float | None = None, margin: float = 0.01) -> list[str]:
+    """The details of the rows no verdict decided: "Undecided: they differ by at most 3.1 pp accuracy", and, with
+    the study's ``floor``, the arms among them that failed on some of their seeds (``failing_seeds``); [] when none
+    has a resolution."""
     bound = by_scheme(rows)
     if not bound:
-        return ""
-    if len(rows) == 1:
-        return f"; {'the other' if decided else 'it'} differs by at most {bound}" + failing_seeds(rows, floor, margin)
-    many = ("both" if len(rows) == 2 else f"all {len(rows)}") if not decided else f"the other {len(rows)}"
-    return f"; {many} differ by at most {bound}" + failing_seeds(rows, floor, margin)
+        return []
+    who = "it differs" if len(rows) == 1 else "both differ" if len(rows) == 2 else "they differ"
+    out = [f"Undecided: {who} by at most {bound}"]
+    failed = failing_seeds(rows, floor, margin)
+    if failed:  # a bimodal arm widens a paired interval more than any difference between the arms
+        out.append("Failed seeds among them: " + failed.removeprefix(", where "))
+    return out
 
 
 def failing_seeds(rows: Rows, floor: float | None, margin: float = 0.01) -> str:
@@ -163,13 +169,13 @@ def _no_verdict(claim: Any, what: str, rows: Rows | None = None) -> str:
     return f"{what}: {PHRASE.get(verdict, verdict)}{counted}"
 
 
-def _out(rows: Rows) -> str:
-    """ "; 1 more had an arm below the floor (add + 160 at 79.8%; budget too small)": comparisons the floor policy
-    kept out, with the arms that kept them out, so the count read is not taken for all there were, and a verdict
-    that turns on an arm a hair under the floor says so."""
+def _out(rows: Rows) -> tuple[int, list[str]]:
+    """How many comparisons the floor policy kept out, and the detail that names the arms that kept them out
+    ("No verdict on 1 more: an arm below the floor (add + 160 at 79.8%; budget too small)"), so the count read is
+    not taken for all there were, and a verdict that turns on an arm a hair under the floor says so."""
     out = [r for r in rows if r.get("verdict") == TOO_SMALL]
     if not out:
-        return ""
+        return 0, []
     arms = []
     for r in out:
         for side in ("a", "b"):
@@ -177,7 +183,13 @@ def _out(rows: Rows) -> str:
             if any(str(s).startswith(f"{r.get(side)} below the floor") for s in r.get("skipped", [])) and acc:
                 arms.append(f"{r[side]} at {100 * float(acc):.1f}%")
     which = f"{'; '.join(dict.fromkeys(arms))}; " if arms and len(arms) <= 3 else ""
-    return f"; {len(out)} more had an arm below the floor ({which}budget too small)"
+    return len(out), [f"No verdict on {len(out)} more: an arm below the floor ({which}budget too small)"]
+
+
+def _counts(lead: str, counts: Sequence[tuple[int, str]]) -> str:
+    """ "<lead>; 2 equal within the margin, 3 undecided": the lead and the non-zero counts after it."""
+    said = [f"{n} {what}" for n, what in counts if n]
+    return lead + ("; " + ", ".join(said) if said else "")
 
 
 def _nats(tied: Rows) -> str:
@@ -190,6 +202,9 @@ def _nats(tied: Rows) -> str:
     return f" ({which}on held-out loss within 0.01 nats, the loss margin near its floor)"
 
 
+Answer = tuple[str, list[str], str]  # (sentence, details under it, the claim's verdict)
+
+
 def directional(
     claim: Any,
     forward: str,
@@ -199,16 +214,17 @@ def directional(
     b_won: str,
     floor: float | None = None,
     margin: float = 0.01,
-) -> tuple[str, str] | None:
-    """The sentence of a family read both ways (A beats B; B beats A), or None when the claim is absent."""
+) -> Answer | None:
+    """The answer of a family read both ways (A beats B; B beats A), or None when the claim is absent."""
     if claim is None:
         return None
     rows = tested(family_rows(claim, forward))
     back = tested(family_rows(claim, backward)) if backward else []
     if not rows:
-        return _no_verdict(claim, what, family_rows(claim, forward)), claim.verdict
+        return _no_verdict(claim, what, family_rows(claim, forward)), [], claim.verdict
     won = [r for r in rows if r["verdict"] == SUPPORTED]
-    lost_pairs = {pair(r) for r in back if r["verdict"] == SUPPORTED}
+    back_won = [r for r in back if r["verdict"] == SUPPORTED]
+    lost_pairs = {pair(r) for r in back_won}
     # one-way families: B ahead beyond the interval is what the resolution's oriented interval says
     behind = [r for r in rows if not backward and r.get("resolution") and r["resolution"]["hi"] < 0]
     lost = [r for r in rows if flipped(r) in lost_pairs or r in behind]
@@ -217,45 +233,45 @@ def directional(
     tied = [r for r in rows if r["verdict"] == NOT_SUPPORTED and r not in lost
             and not (r.get("resolution") and r["resolution"]["hi"] < 0)]  # fmt: skip
     rest = [r for r in rows if r not in won and r not in lost and r not in tied]
-    equal = f"{len(tied)} {'was' if len(tied) == 1 else 'were'} equal within the margin{_nats(tied)}" if tied else ""
-    out = _out(family_rows(claim, forward))
-    if not won and not lost and not any(r["verdict"] == SUPPORTED for r in back):
-        text = f"{what}, neither side won beyond its interval on any of {len(rows)} comparisons"
-        if equal:
-            text += f": {equal}"
-            return text + _rest(rest, len(tied), floor, margin).replace(
-                "; the other", ", and the other", 1
-            ) + out, claim.verdict
-        return text + _rest(rest, 0, floor, margin) + out, claim.verdict
-    text = f"{what}, {a_won} on {wins_text(rows, floor)}"
-    if backward:
-        text += f", and {b_won} on {wins_text(back, floor)}"
-    elif lost:
-        text += f", and {b_won} on {len(lost)}"
-    if equal:
-        text += f"; {equal}"
-    return text + _rest(rest, len(won) + len(lost) + len(tied), floor, margin) + out, claim.verdict
+    n_out, out = _out(family_rows(claim, forward))
+    if not won and not lost and not back_won:
+        lead = f"{what}, neither side won beyond its interval on any of {len(rows)} comparisons"
+    else:
+        lead = f"{what}, {a_won} on {len(won)} of {len(rows)} comparisons"
+        if backward:
+            lead += f" and {b_won} on {len(back_won) or 'none'}"
+        elif lost:
+            lead += f" and {b_won} on {len(lost)}"
+    sentence = _counts(lead, [(len(tied), "equal within the margin"), (len(rest), "undecided"),
+                              (n_out, "more with an arm below the floor")])  # fmt: skip
+    details = []
+    for who, facts in ((a_won, win_facts(rows, floor)), (b_won, win_facts(back, floor) if backward else [])):
+        if facts:
+            details.append(f"Where {who}: " + "; ".join(facts))
+    if _nats(tied):
+        details.append("Equal within the margin: " + bare(_nats(tied)))
+    return sentence, details + _undecided(rest, floor, margin) + out, claim.verdict
 
 
-def equivalence(
-    claim: Any, name: str, what: str, floor: float | None = None, margin: float = 0.01
-) -> tuple[str, str] | None:
-    """The sentence of an equivalence family: within the margin on k, apart on m, the rest's resolution."""
+def equivalence(claim: Any, name: str, what: str, floor: float | None = None, margin: float = 0.01) -> Answer | None:
+    """The answer of an equivalence family: within the margin on k, apart on m, and the rest's resolution."""
     if claim is None:
         return None
     rows = tested(family_rows(claim, name))
     if not rows:
-        return _no_verdict(claim, what, family_rows(claim, name)), claim.verdict
+        return _no_verdict(claim, what, family_rows(claim, name)), [], claim.verdict
     same = sum(r["verdict"] == SUPPORTED for r in rows)
     apart = [r for r in rows if r["verdict"] == NOT_SUPPORTED]
     rest = [r for r in rows if r["verdict"] not in (SUPPORTED, NOT_SUPPORTED)]
-    text = (
-        f"{what} were within the margin on {same} of {len(rows)} comparisons and apart beyond it on {len(apart)}"
-        f"{_ahead(apart)}"
-        if same or apart
-        else f"{what} were neither shown within the margin nor apart beyond it on any of {len(rows)} comparisons"
-    )
-    return text + _rest(rest, same + len(apart), floor, margin) + _out(family_rows(claim, name)), claim.verdict
+    n_out, out = _out(family_rows(claim, name))
+    if same or apart:
+        lead = f"{what} were within the margin on {same} of {len(rows)} comparisons and apart beyond it on {len(apart)}"
+        sentence = _counts(lead, [(len(rest), "undecided"), (n_out, "more with an arm below the floor")])
+    else:
+        lead = f"{what} were neither shown within the margin nor apart beyond it on any of {len(rows)} comparisons"
+        sentence = _counts(lead, [(n_out, "more with an arm below the floor")])
+    details = [f"Apart: {bare(_ahead(apart))}"] if apart else []
+    return sentence, details + _undecided(rest, floor, margin) + out, claim.verdict
 
 
 def _ahead(apart: Rows) -> str:
@@ -320,11 +336,11 @@ def versus(r: Mapping[str, Any], b: str | None = None) -> str:
     return f"within ±{size_text(r, r['resolution']['within'])} of {b}"
 
 
-def half_text(half: str, claim: Any, beside: Rows = ()) -> str | None:
+def half_text(half: str, claim: Any, beside: Rows = ()) -> tuple[str, list[str]] | None:
     """ "causal ones were behind rotary, the best here, by 6.5% to 10.2% in bits per byte" from the half's first
     row with an interval, and where ``beside`` holds rows of the same NoPE arm against other schemes (C7's "none vs
-    sinusoidal"), where it stands against those too; "masked ones: not run in this study" from its verdict
-    (``ClaimResult.halves``) where it has none."""
+    sinusoidal"), a detail on where it stands against those ("Causal ones were also behind sinusoidal by …");
+    "masked ones: not run in this study" from its verdict (``ClaimResult.halves``) where it has none."""
     rows = [r for r in tested(family_rows(claim, half)) if r.get("resolution")]
     if rows:
         r = rows[0]
@@ -332,25 +348,27 @@ def half_text(half: str, claim: Any, beside: Rows = ()) -> str | None:
         text = f"{half} ones were {versus(r, f'{best}, the best here,')}"
         nope = pair(r)[0]
         others = [o for o in tested(beside) if o.get("resolution") and pair(o)[0] == nope and pair(o) != pair(r)]
-        return text + "".join(f", {versus(o)}" for o in others)
+        also = [f"{half.capitalize()} ones were also " + _and([versus(o) for o in others])] if others else []
+        return text, also
     verdict = next((v for name, v in (claim.halves or {}).items() if name.startswith(half)), None)
-    return f"{half} ones: {PHRASE.get(verdict, verdict)}" if verdict else None
+    return (f"{half} ones: {PHRASE.get(verdict, verdict)}", []) if verdict else None
 
 
-def halves_sentence(claim: Any, what: str, beside: Rows = ()) -> tuple[str, str] | None:
+def halves_sentence(claim: Any, what: str, beside: Rows = ()) -> Answer | None:
     """C18: each half (causal, masked) in a clause (``half_text``), the causal one beside ``beside``'s rows."""
     if claim is None:
         return None
     parts = [t for half in ("causal", "masked") if (t := half_text(half, claim, beside if half == "causal" else ()))]
     if not parts:
-        return _no_verdict(claim, what), claim.verdict
-    return f"{what}: {'; '.join(parts)}", claim.verdict
+        return _no_verdict(claim, what), [], claim.verdict
+    return f"{what}: {'; '.join(t for t, _ in parts)}", [d for _, ds in parts for d in ds], claim.verdict
 
 
-def answer_sentences(claims: Sequence[Any], floor: float | None = None, margin: float = 0.01) -> list[dict[str, str]]:
-    """At most five sentences answering the question, each {"id", "verdict", "text"}; the text ends before the
-    link, which the template adds ("(C6)"). With the study's ``floor`` (and accuracy ``margin``), a win over an
-    arm that had not learned says so, and so does an undecided comparison whose arm failed on some seeds."""
+def answer_sentences(claims: Sequence[Any], floor: float | None = None, margin: float = 0.01) -> list[dict[str, Any]]:
+    """At most five answers to the question, each {"id", "verdict", "text", "details"}: the text is one sentence
+    that ends before the link, which the template adds ("(C6)"); the details are its numbers, shown under it. With
+    the study's ``floor`` (and accuracy ``margin``), a win over an arm that had not learned says so, and so does an
+    undecided comparison whose arm failed on some seeds."""
     by_id = {c.id: c for c in claims}
     made = [
         directional(by_id.get("C6"), "concat_split vs add", "add vs concat_split", "At the same width",
@@ -367,8 +385,8 @@ def answer_sentences(claims: Sequence[Any], floor: float | None = None, margin: 
     out = []
     for cid, made_ in zip(("C6", "C6", "C9", "C7", "C18"), made, strict=True):
         if made_ is not None:
-            text, verdict = made_
-            out.append({"id": cid, "verdict": verdict, "text": text})
+            text, details, verdict = made_
+            out.append({"id": cid, "verdict": verdict, "text": text, "details": details})
     return out[:5]
 
 

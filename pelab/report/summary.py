@@ -127,6 +127,37 @@ def by_how_much(won: list[dict[str, Any]]) -> str:
     return f", {'each ' if len(won) > 1 else ''}by " + " or ".join(parts)
 
 
+def _win_parts(won: list[dict[str, Any]], floor: float | None) -> list[str]:
+    """The qualifiers of a family's wins, each as ``wins_text`` appends it (" (3 on sort)", ", by 1.9% to …")."""
+    speed = sum(r["metric"] == "auc" for r in won)
+    parts = [where_won(won)]
+    parts.append(", all on learning speed alone" if speed == len(won) else f", {speed} on learning speed" * bool(speed))
+    parts += [who_won(won), by_how_much(won), early(won)]
+    doubted = sum(any(str(n).startswith(LOSS_DOUBTS) for n in r.get("notes", [])) for r in won)
+    if doubted:  # a reader discounts an accuracy win that held-out loss does not back (``rules.second_opinion``)
+        parts.append(" (on accuracy; held-out loss does not confirm it)" if doubted == len(won)
+                     else f" ({doubted} of them on accuracy where held-out loss does not confirm it)")  # fmt: skip
+    unlearned = sum(below_floor(r, floor, "b") for r in won) if floor is not None else 0  # B: the losing arm
+    if unlearned:
+        which = "each" if unlearned == len(won) else f"{unlearned} of them"
+        parts.append(f" ({which} over an arm that had not learned at this budget: below the {floor:.0%} floor)")
+    return [p for p in parts if p]
+
+
+def bare(part: str) -> str:
+    """A clause without the punctuation that joined it to a sentence: ", by 2 pp" and " (3 on sort)" read "by 2 pp"
+    and "3 on sort", for a list that shows them one by one."""
+    part = part.strip().removeprefix(",").strip()
+    return part[1:-1] if part.startswith("(") and part.endswith(")") else part
+
+
+def win_facts(records: list[dict[str, Any]], floor: float | None = None) -> list[str]:
+    """What ``wins_text`` says of the wins after their count, one fact each ("3 on sort", "all with learned
+    positions", "each by 0.5 to 3.1 pp accuracy"): the first screen counts in its sentence and lists these under it."""
+    won = [r for r in tested(records) if r["verdict"] == SUPPORTED]
+    return [bare(p) for p in _win_parts(won, floor)] if won else []
+
+
 def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
     """ "2 of 25 comparisons, all on learning speed alone, all with learned positions", or "none of 25"; with the
     study's ``floor``, also how many of the wins were over an arm that had not learned its task at this budget
@@ -135,18 +166,7 @@ def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
     won = [r for r in rows if r["verdict"] == SUPPORTED]
     if not won:
         return f"none of {len(rows)} comparisons"
-    speed = sum(r["metric"] == "auc" for r in won)
-    how = ", all on learning speed alone" if speed == len(won) else f", {speed} on learning speed" if speed else ""
-    text = f"{len(won)} of {len(rows)} comparisons{where_won(won)}{how}{who_won(won)}{by_how_much(won)}{early(won)}"
-    doubted = sum(any(str(n).startswith(LOSS_DOUBTS) for n in r.get("notes", [])) for r in won)
-    if doubted:  # a reader discounts an accuracy win that held-out loss does not back (``rules.second_opinion``)
-        text += (" (on accuracy; held-out loss does not confirm it)" if doubted == len(won)
-                 else f" ({doubted} of them on accuracy where held-out loss does not confirm it)")  # fmt: skip
-    unlearned = sum(below_floor(r, floor, "b") for r in won) if floor is not None else 0  # B: the losing arm
-    if unlearned:
-        which = "each" if unlearned == len(won) else f"{unlearned} of them"
-        text += f" ({which} over an arm that had not learned at this budget: below the {floor:.0%} floor)"
-    return text
+    return f"{len(won)} of {len(rows)} comparisons" + "".join(_win_parts(won, floor))
 
 
 def not_measured(ctx: ReportContext) -> list[str]:
@@ -295,4 +315,4 @@ def claims_markdown() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DOC", "claims_markdown", "not_measured", "run_elsewhere", "scale", "wins_text"]
+__all__ = ["DOC", "bare", "claims_markdown", "not_measured", "run_elsewhere", "scale", "win_facts", "wins_text"]

@@ -316,6 +316,27 @@ def test_collisions_against_brute_force_and_concat_has_none() -> None:
     assert got["token_collisions"] == got["position_collisions"] == 0
 
 
+def test_the_collisions_measure_counts_as_the_probes_analysis_and_as_brute_force(tmp_path) -> None:
+    """C10's collision table reads the ``collisions`` measure over seeds on the report's workers; the probes
+    analysis of a displayed run counts the same grid, and both match a brute-force count of token + position
+    vectors built here from the model's own tables (the commonest held-out tokens at the first positions)."""
+    from pelab.analysis import measures
+
+    inputs = analysis_input("learned", "add", None)
+    got = measures.MEASURES["collisions"](inputs)
+    assert got == probes.run(inputs, tmp_path)["collisions"]
+    held = inputs.held_out(probes.SEQUENCES, offset=1).inputs.numpy()
+    ids, counts = np.unique(held, return_counts=True)
+    ids = ids[np.argsort(-counts, kind="stable")][: probes.MAX_GRID]
+    length = min(held.shape[1], probes.MAX_GRID)
+    model, _ = inputs.require_model("test")
+    with torch.no_grad():
+        e = model.embed.token.weight[torch.as_tensor(ids)]
+        grid = (e[:, None] + model.scheme.table(torch.arange(length))[None]).double().numpy()
+    assert got["points"] == len(ids) * length and got["tokens"] == len(ids)
+    assert (got["token_collisions"], got["position_collisions"]) == brute_collisions(grid)
+
+
 # --- symmetry (C8) ----------------------------------------------------------------------------------
 
 

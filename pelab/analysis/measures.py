@@ -91,6 +91,16 @@ def layer_probes(inputs: AnalysisInput) -> dict[str, Any]:
     return {"accuracy": [x["accuracy"] for x in layers], "chance": layers[0]["chance"]}
 
 
+def input_collisions(inputs: AnalysisInput) -> dict[str, float]:
+    """Nearest-neighbour collisions in the layer-1 input (``probes``' counts, on its held-out batch); {} where there
+    is no grid (vector inputs). What C10 reports beside its rule, for each arm's shown seed, without the probes that
+    the full analysis runs first."""
+    from pelab.analysis.probes import SEQUENCES, collision_grid
+
+    model, _ = inputs.require_model("collisions")
+    return collision_grid(model, inputs.held_out(SEQUENCES, offset=1).inputs) or {}
+
+
 MEASURES: dict[str, Callable[[AnalysisInput], dict[str, Any]]] = {
     name: one_blas_thread(fn)
     for name, fn in (
@@ -98,5 +108,6 @@ MEASURES: dict[str, Callable[[AnalysisInput], dict[str, Any]]] = {
         ("cross_share", cross_share),
         ("input_probes", input_probes),
         ("layer_probes", layer_probes),
+        ("collisions", input_collisions),
     )
 }

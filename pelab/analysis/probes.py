@@ -247,10 +247,26 @@ def collisions(points: np.ndarray, chunk: int = 512) -> dict[str, float]:
     }
 
 
+def collision_grid(model: Any, inputs: torch.Tensor) -> dict[str, float] | None:
+    """``collisions`` of the layer-1 input over the commonest tokens of ``inputs`` (held-out ids, (B, T)) at the first
+    positions (at most ``MAX_GRID`` of each); None for vector inputs, which have no token ids, or too small a grid.
+    The probes analysis and the ``collisions`` measure both call this, so the table a report shows over seeds and
+    the displayed run's analysis count alike."""
+    from pelab.analysis.geometry import layer1_grid
+
+    if inputs.is_floating_point():
+        return None
+    T = inputs.shape[1]
+    ids, counts = np.unique(inputs.numpy(), return_counts=True)
+    ids = ids[np.argsort(-counts, kind="stable")][:MAX_GRID]  # the commonest tokens of the task
+    if len(ids) < 2 or min(T, MAX_GRID) < 2:
+        return None
+    return collisions(layer1_grid(model, ids, min(T, MAX_GRID)))
+
+
 @one_blas_thread
 def run(inputs: AnalysisInput, out: Path) -> dict[str, Any]:
     from pelab import plots
-    from pelab.analysis.geometry import layer1_grid
 
     model, _ = inputs.require_model("probes")
     batch = inputs.held_out(SEQUENCES, offset=1)
@@ -267,13 +283,9 @@ def run(inputs: AnalysisInput, out: Path) -> dict[str, Any]:
     shuffled_labels = np.random.default_rng(inputs.seed).permutation(positions)
     shuffled = classify(first, shuffled_labels, groups)
     token = None
-    grid = None
     if not batch.inputs.is_floating_point():
         token = classify(first, batch.inputs.reshape(-1).numpy(), groups)
-        ids, counts = np.unique(batch.inputs.numpy(), return_counts=True)
-        ids = ids[np.argsort(-counts, kind="stable")][:MAX_GRID]  # the commonest tokens of the task
-        if len(ids) >= 2 and min(T, MAX_GRID) >= 2:
-            grid = collisions(layer1_grid(model, ids, min(T, MAX_GRID)))
+    grid = collision_grid(model, batch.inputs)
     result: dict[str, Any] = {
         "analysis": "probes",
         "source": inputs.label,

@@ -53,7 +53,10 @@ def _c10_pairs(ctx: ReportContext) -> list[tuple[TaskPlace, Any, dict[str, pd.Da
 def _plan_c10(ctx: ReportContext) -> None:
     for _, _, arms in _c10_pairs(ctx):
         for arm in arms.values():
-            ctx.submit("input_probes", ctx.learned_runs(arm))
+            runs = ctx.learned_runs(arm)
+            ctx.submit("input_probes", runs)
+            if ctx.display and runs:  # the collision table's run of each arm (c10's ``shown``)
+                ctx.submit("collisions", runs[:1])
 
 
 @claim(
@@ -122,8 +125,8 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         )
     )
     coll = []
-    for run in shown if ctx.display else ():  # the collision table is shown, never read by the verdict
-        col = (ctx.analyse("probes", run_id=run) or {}).get("collisions") or {}
+    counted = ctx.measure_many("collisions", shown) if ctx.display else {}  # shown, never read by the verdict
+    for run, col in counted.items():
         if col:
             row = ctx.frame[ctx.frame.run_id == run].iloc[0]
             coll.append(

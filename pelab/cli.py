@@ -460,13 +460,19 @@ def _older_runs_note(out: Path) -> None:
 def _report(out: Path) -> None:
     from pelab.report.build import build_report
     from pelab.report.console import summary_table
+    from pelab.study.driver import progress_display
 
     _older_runs_note(out)
     start = time.perf_counter()
-    if not console.is_terminal:  # a log file gets plain lines where a terminal gets a spinner
-        console.print("report: analysing stored models and writing the report", markup=False)
-    with console.status("analysing stored models and writing the report"):
-        html_path, md_path, claims = build_report(out)
+    if not console.is_terminal:  # a log file gets plain lines where a terminal gets a bar
+        console.print("report: measures of stored models, claims, figures and pages", markup=False)
+    with progress_display(console, quiet=False) as progress:  # as the runs' progress: a bar, or lines in a log file
+        task = progress.add_task("report", total=1, completed=0, failed="", left="")
+
+        def told(done: int, known: int, left: str) -> None:
+            progress.update(task, total=known, completed=done, left=left)
+
+        html_path, md_path, claims = build_report(out, on_progress=told)
     if not console.is_terminal:
         console.print(f"report: done in {time.perf_counter() - start:.0f} s", markup=False)
     summary_table(console, claims)

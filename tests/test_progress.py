@@ -129,3 +129,23 @@ def test_on_a_gpu_the_expected_line_says_the_cpu_fit_is_not_a_gpu_estimate() -> 
     for device in ("cuda", "cuda:1"):
         line = expected_line(runs, "local", None, device)
         assert line.startswith("expected: no GPU estimate") and "progress lines" in line
+
+
+def test_a_reports_items_count_once_and_weight_the_time_left() -> None:
+    """A report's items end on worker threads and may be told twice (a measure read again); each counts once, an
+    item never expected counts not at all, and the time left weighs a language model's probes above small ones."""
+    from pelab.report.progress import COST, ReportWork
+
+    clock = SimpleNamespace(t=0.0)
+    told: list[tuple[int, int, str]] = []
+    work = ReportWork(lambda *x: told.append(x), clock=lambda: clock.t)
+    work.expect("probes of a language model", COST["layer_probes"])
+    work.expect("overlap", COST["overlap"])
+    work.expect("overlap", COST["overlap"])  # expected twice: one item
+    assert told[-1] == (0, 2, "")
+    clock.t = 1.0
+    work.finished("overlap")
+    work.finished("overlap")
+    work.finished("never expected")
+    assert work.done == 1 and told[-1][:2] == (1, 2)
+    assert told[-1][2] == f"about 0:{round(COST['layer_probes'] / COST['overlap']):02d} left"  # 0.2 units a second

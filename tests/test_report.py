@@ -331,6 +331,40 @@ def test_every_measure_the_plans_start_is_read_by_its_claim(
     assert unplanned == set() and unread == {}
 
 
+def test_the_report_tells_its_progress_to_the_end_and_a_log_file_gets_lines(
+    study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report took a minute behind a spinner. Now every measure of a stored model (on the workers, told from the
+    pool's thread), every claim and the writing is counted as it ends: the counts only grow, every item known is
+    finished by the end, and ``pelab report`` into a file prints plain progress lines that end at 100%."""
+    from typer.testing import CliRunner
+
+    from pelab.cli import app
+    from pelab.report import build
+    from pelab.report.context import ReportContext
+
+    def every_run(self: ReportContext, arm: pd.DataFrame) -> list[str]:
+        done = arm[arm.status == "done"].sort_values("seed")  # the tiny study learned nothing: measure every run
+        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+
+    monkeypatch.setattr(ReportContext, "learned_runs", every_run)
+    copy = tmp_path / "told"
+    shutil.copytree(study_dir, copy)
+    told: list[tuple[int, int, str]] = []
+    build.build_report(copy, on_progress=lambda done, known, left: told.append((done, known, left)))
+    dones = [d for d, _, _ in told]
+    assert dones == sorted(dones) and all(d <= k for d, k, _ in told)
+    assert told[-1][0] == told[-1][1] == max(k for _, k, _ in told)
+    assert told[-1][1] > 25  # the claims, the writing and the stored models' measures, not the claims alone
+    assert any(left.startswith("about ") for _, _, left in told)
+    result = CliRunner().invoke(app, ["report", str(copy)])
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("report: ")]
+    done = next(i for i, ln in enumerate(lines) if ln.startswith("report: done in "))
+    assert re.fullmatch(r"report: (\d+)/\1 \(100%\), \d+:\d\d elapsed", lines[done - 1]), lines
+    assert done >= 3 and "about " in " ".join(lines[:done]), lines
+
+
 def test_a_prefetched_analysis_that_failed_raises_at_every_read() -> None:
     """A job on the report's pool that fails must not read as "nothing to say" (C16 would say MiniLM is not
     installed): its error comes back at every read, and a job that worked is read once and kept."""

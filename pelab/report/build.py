@@ -32,6 +32,7 @@ from pelab.report.figures import curves_plot
 from pelab.report.first_screen import answer_sentences
 from pelab.report.looks import VERDICT_CLASS, VERDICT_GLYPH
 from pelab.report.overview import claim_forests, overview_figure
+from pelab.report.progress import CLAIM, WRITING, OnProgress, ReportWork
 from pelab.report.published import published_section
 from pelab.report.registry import Claim, ClaimResult, Figure, Section, Table
 from pelab.report.render import template_env, verdict_split
@@ -250,6 +251,8 @@ def _run_claims(ctx: ReportContext, specs: Sequence[Claim]) -> list[ClaimResult]
                     caveats=[traceback.format_exc(limit=3)],
                 )
             )
+        if ctx.work is not None:
+            ctx.work.finished(f"claim {spec.id}")
     return out
 
 
@@ -272,6 +275,9 @@ def _claims(ctx: ReportContext, only: Sequence[str] = ()) -> list[ClaimResult]:
     from pelab.report.pretrained import run_pretrained
 
     specs = [c for c in all_claims() if not only or c.id in only]
+    if ctx.work is not None:  # every claim counted before any plans its measures: the first lines see the whole list
+        for spec in specs:
+            ctx.work.expect(f"claim {spec.id}", CLAIM)
     pretrained = not only or any(c in only for c in READ_PRETRAINED)
     if pretrained:  # MiniLM's tables are measured (nothing trains) on a worker while the first claims run.
         ctx.prefetch("pretrained", run_pretrained, ctx.folder, None)
@@ -282,10 +288,17 @@ def _claims(ctx: ReportContext, only: Sequence[str] = ()) -> list[ClaimResult]:
     return claims
 
 
-def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, Path, list[ClaimResult]]:
+def build_report(
+    folder: str | Path, command: str | None = None, on_progress: OnProgress | None = None
+) -> tuple[Path, Path, list[ClaimResult]]:
+    """Decide every claim and write report.html, report.md, claims.json and the claims' rules; ``on_progress`` is
+    told (done, known, time left) as each measure, claim and the writing ends (``pelab.report.progress``)."""
     folder = Path(folder)
     started = time.perf_counter()
+    work = ReportWork(on_progress)
+    work.expect("writing", WRITING)
     ctx = load_context(folder)
+    ctx.work = work
     with report_pool() as pool, reading_under(ctx.design):
         ctx.pool = pool
         claims = _claims(ctx)
@@ -363,4 +376,5 @@ def build_report(folder: str | Path, command: str | None = None) -> tuple[Path, 
             default=float,
         ),
     )
+    work.finished("writing")
     return html_path, md_path, claims

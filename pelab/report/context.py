@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from pelab import forkserver
+from pelab.report.progress import PRETRAINED, measure_cost
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 
@@ -113,6 +114,8 @@ class ReportContext:
     #: False at a sequential study's interim look (``decide_claims``): only verdicts are read, so claims skip
     #: what only the report shows (figures, the analyses of one displayed run); no verdict reads those
     display: bool = True
+    #: the report's progress (``pelab.report.progress``): measures, claims and writing as they end; None: untold
+    work: Any = None
 
     def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
         """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and
@@ -121,6 +124,7 @@ class ReportContext:
             self.analyses[name] = job(*args)
         else:
             self.pending[name] = self.pool.submit(job, *args)
+            self._track(self.pending[name], name, PRETRAINED)
 
     def prefetched(self, name: str) -> Any:
         """A prefetched analysis, waited for on first read; None when none was started. A job that failed
@@ -175,6 +179,7 @@ class ReportContext:
             key = _measure_key(name, r, at_init)
             if key not in self.analyses and key not in self.started and not self._recall(key, r):
                 self.started[key] = self.pool.submit(measure_job, str(self.folder), name, r, at_init)
+                self._track(self.started[key], key, measure_cost(name))
 
     def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
         """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached. A measure
@@ -182,13 +187,25 @@ class ReportContext:
         key = _measure_key(name, run_id, at_init)
         if key not in self.analyses and not self._recall(key, run_id):
             started = self.started.pop(key, None)
+            if started is None and self.work is not None:
+                self.work.expect(key, measure_cost(name))
             self.analyses[key] = (
                 started.result() if started is not None else measure_job(str(self.folder), name, run_id, at_init)
             )
+            if self.work is not None:
+                self.work.finished(key)
             stamp = _stamp(self.folder, run_id)
             if stamp is not None:
                 _MEMO[(str(self.folder.resolve()), key, stamp)] = copy.deepcopy(self.analyses[key])
         return self.analyses[key]
+
+    def _track(self, future: Future, key: str, cost: float) -> None:
+        """Count a job started on the workers in the report's progress, finished when its future ends (from the
+        pool's own thread)."""
+        if self.work is not None:
+            work = self.work
+            work.expect(key, cost)
+            future.add_done_callback(lambda _f: work.finished(key))
 
     def _recall(self, key: str, run_id: str) -> bool:
         """Whether this process measured the same checkpoint before (``_MEMO``); if so, it is read from there."""

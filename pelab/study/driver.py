@@ -170,7 +170,7 @@ def run_study(
                         console.print(f"{n} arm(s) train one seed at a time ({why}); the rest train stacked")
             groups = stack_groups(pending, slots, budget=_stack_budget(backend, device, slots), gpu=gpu)
             pace = Pace({c.run_id: group_seconds(g) / len(g) for g in groups for c in g})
-            with _progress(console, quiet) as progress:
+            with progress_display(console, quiet) as progress:
                 task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="", left="")
 
                 def on_result(cfg: RunConfig, result: RunResult) -> None:
@@ -309,7 +309,7 @@ def _gpu_slots(
     return slots[:workers] if workers else slots
 
 
-def _progress(console: Console, quiet: bool) -> Progress | PlainProgress:
+def progress_display(console: Console, quiet: bool) -> Progress | PlainProgress:
     """A live bar on a terminal; elsewhere (a log file) plain lines (``pelab.study.progress``)."""
     if not console.is_terminal and not quiet:
         return PlainProgress(console)

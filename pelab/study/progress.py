@@ -77,7 +77,21 @@ class PlainProgress:
         self.start = self.last_time = self.clock()
         return 0
 
-    def update(self, task: int, advance: int = 0, failed: str | None = None, left: str | None = None) -> None:
+    def update(
+        self,
+        task: int,
+        advance: int = 0,
+        failed: str | None = None,
+        left: str | None = None,
+        total: int | None = None,
+        completed: int | None = None,
+    ) -> None:
+        """As Rich's ``Progress.update``: ``total`` and ``completed`` set the counts (a report learns its total as
+        its claims plan their work), ``advance`` adds to what is done."""
+        if total is not None:
+            self.total = total
+        if completed is not None:
+            self.done = completed
         self.done += advance
         if failed is not None:
             self.failed = failed

@@ -134,7 +134,7 @@ def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
     for s in out:  # one plain sentence that counts; the bounds and their caveats are the details under it
         assert len(s["text"].split()) <= 40 and "at most" not in s["text"] and ". " not in s["text"], s
     assert out[0]["details"] == [
-        "Where concatenating beat adding: all with learned positions; by 2.0 to 10.0 pp accuracy",
+        "Where concatenating beat adding: with learned positions; by 2.0 to 10.0 pp accuracy",
         "Undecided: it differs by at most 3.1 pp accuracy",
     ]
     # C6 at the same width: 1 of 2 won; the undecided one says its resolution, the widest |bound| (3.1 pp) by hand.
@@ -495,28 +495,32 @@ def test_a_win_decided_early_and_not_borne_out_later_says_so() -> None:
     answer = answer_sentences([claim("C6", SUPPORTED, [won])])[0]
     assert answer["text"] == ("At the same width, concatenating beat adding on 1 of 1 comparisons and adding beat "
                               "concatenating on none")  # fmt: skip
-    assert answer["details"] == [
-        "Where concatenating beat adding: all with learned positions; by 2.0 to 10.0 pp "
-        "accuracy; decided at an early look and not borne out on all its arms' seeds"
+    assert answer["details"] == [  # the one win: what all its seeds read, since there its mean changed sign
+        "Where concatenating beat adding: with learned positions; by 2.0 to 10.0 pp accuracy; decided at the look at "
+        "5 seeds and not borne out on all 8 seeds (there: A − B -1.1 pp [-4.3 pp, +2.1 pp] accuracy, inconclusive at "
+        "this budget)"
     ]
 
 
 def test_a_win_says_by_how_much_its_interval_establishes() -> None:
-    """A count of wins is never the whole answer: one win gives its interval's two ends, several give the smallest
-    and largest ends per metric ("each by"), in the metric's own units; a relative metric reads "in held-out
-    loss" (quick's C6 lookup win: 1.9% to 84.4%)."""
+    """A count of wins is never the whole answer: one win gives its interval's two ends; several give the smallest
+    low end and the largest high end per metric ("each by at least X (up to Y)": no win's own interval), in the
+    metric's own units; a relative metric reads "in held-out loss" (quick's C6 lookup win: 1.9% to 84.4%)."""
     from pelab.report.summary import by_how_much
 
     acc = row("concat_split vs add", "concat_split", "add", 0.005, 0.031, SUPPORTED)
     acc2 = row("concat_split vs add", "concat_split", "add", 0.012, 0.02, SUPPORTED)
     loss = row("concat_split vs add", "concat_split", "add", -0.844, -0.019, SUPPORTED, metric="loss")
     assert by_how_much([acc]) == ", by 0.5 to 3.1 pp accuracy"
-    assert by_how_much([acc, acc2]) == ", each by 0.5 to 3.1 pp accuracy"
+    assert by_how_much([acc, acc2]) == ", each by at least 0.5 pp accuracy (up to 3.1 pp)"  # not acc2's own interval
     assert by_how_much([loss]) == ", by 1.9% to 84.4% in held-out loss"
-    assert by_how_much([acc, loss]) == ", each by 0.5 to 3.1 pp accuracy or 1.9% to 84.4% in held-out loss"
+    assert by_how_much([acc, loss]) == (
+        ", each by at least 0.5 pp accuracy (up to 3.1 pp) or at least 1.9% in held-out loss (up to 84.4%)"
+    )
     assert by_how_much([row("x", "a", "b", -0.01, 0.02, SUPPORTED)]) == ""  # an interval across 0 is no size
     tiny = row("concat_split vs add", "concat_split", "add", 0.0001, 0.036, SUPPORTED)
     assert by_how_much([tiny]) == ", by up to 3.6 pp accuracy"  # never "by 0.0 to": its low end is above 0
+    assert by_how_much([tiny, acc]) == ", each by up to 3.6 pp accuracy"  # nor "at least 0.0 pp"
 
 
 def test_an_undecided_comparison_names_the_seeds_an_arm_failed_on() -> None:
@@ -539,8 +543,8 @@ def test_an_undecided_comparison_names_the_seeds_an_arm_failed_on() -> None:
     answer = answer_sentences([claim("C6", INCONCLUSIVE, rows)], FLOOR, MARGIN)[0]
     assert answer["details"] == [
         "Undecided: they differ by at most 24.4 pp accuracy",
-        "Failed seeds among them: add with sinusoidal positions ended more than 1 pp under the 80% floor on 1 of 8 "
-        "seeds in each of reverse (61.1%) and offset (52.4%)",
+        "Failed seeds among the undecided: add with sinusoidal positions ended more than 1 pp under the 80% floor on 1 "
+        "of 8 seeds in each of reverse (61.1%) and offset (52.4%)",
     ]
     rows[1]["b_seed_acc"] = [[s, v] for s, v in enumerate([1.0, 0.3, 0.994, 1.0, 1.0, 1.0, 1.0, 0.524])]
     text = said(answer_sentences([claim("C6", INCONCLUSIVE, rows)], FLOOR, MARGIN)[0])

@@ -113,7 +113,7 @@ def _undecided(rows: Rows, floor: float | None = None, margin: float = 0.01) -> 
     out = [f"Undecided: {who} by at most {bound}"]
     failed = failing_seeds(rows, floor, margin)
     if failed:  # a bimodal arm widens a paired interval more than any difference between the arms
-        out.append("Failed seeds among them: " + failed.removeprefix(", where "))
+        out.append("Failed seeds among the undecided: " + failed.removeprefix(", where "))
     return out
 
 

@@ -60,20 +60,28 @@ def who_won(records: list[dict[str, Any]]) -> str:
                       and r.get("where", {}).get("model.position.scheme") is not None)  # fmt: skip
     if not schemes:
         return ""
-    if len(schemes) == 1:
-        return f", all with {next(iter(schemes))} positions"
+    if len(schemes) == 1:  # one win is "with learned positions", not "all with"
+        return f", {'all ' if sum(schemes.values()) > 1 else ''}with {next(iter(schemes))} positions"
     return ", " + ", ".join(f"{n} with {s}" for s, n in schemes.most_common()) + " positions"
 
 
 def early(won: list[dict[str, Any]]) -> str:
     """ ", 1 decided at an early look and not borne out on all its seeds": a win the sequential design stopped at
     (``rules.EARLY``), whose arms got more seeds for other comparisons that read it otherwise. The verdict stands;
-    the reader is told."""
-    n = sum(any(str(x).startswith(EARLY) and not str(x).endswith(f", {SUPPORTED}") for x in r.get("notes", []))
-            for r in won)  # fmt: skip
+    the reader is told, and where it is the only win, what all the seeds read ("there: A's held-out loss +84.3%
+    [-100.0%, +436.1%] relative to B's, inconclusive at this budget"): a mean that changed sign must not hide
+    behind "not borne out"."""
+    notes = [next((str(x) for x in r.get("notes", []) if str(x).startswith(EARLY)
+                   and not str(x).endswith(f", {SUPPORTED}")), None) for r in won]  # fmt: skip
+    n = sum(x is not None for x in notes)
     if not n:
         return ""
     if len(won) == 1:
+        note = notes[0] or ""
+        look = note.removeprefix(EARLY).split(";")[0].strip()  # "5 seeds"
+        seeds, _, reading = note.partition("; read on all ")[2].partition(": ")
+        if look and seeds and reading:
+            return f", decided at the look at {look} and not borne out on all {seeds} (there: {reading})"
         return ", decided at an early look and not borne out on all its arms' seeds"
     return f", {n} of them decided at an early look and not borne out on all their arms' seeds"
 
@@ -111,9 +119,9 @@ def span_text(row: Mapping[str, Any], lo: float, hi: float) -> str:
 
 
 def by_how_much(won: list[dict[str, Any]]) -> str:
-    """ ", by 1.9% to 84.4% in held-out loss" (one win), ", each by 0.5 to 3.1 pp accuracy" (several: the smallest
-    and largest ends of their intervals, per metric): what the winning intervals establish, so a count of wins is
-    never the whole answer."""
+    """ ", by 1.9% to 84.4% in held-out loss" (one win), ", each by at least 0.5 pp accuracy (up to 3.1 pp)"
+    (several: the smallest low end and the largest high end of their intervals, per metric): what the winning
+    intervals establish, so a count of wins is never the whole answer."""
     spans: dict[str, tuple[float, float, dict[str, Any]]] = {}
     for r in won:
         res, key = r.get("resolution"), r.get("metric")
@@ -123,8 +131,21 @@ def by_how_much(won: list[dict[str, Any]]) -> str:
         spans[key] = (min(lo, res["lo"]), max(hi, res["hi"]), r)
     if not spans:
         return ""
-    parts = [span_text(r, lo, hi) for lo, hi, r in spans.values()]
-    return f", {'each ' if len(won) > 1 else ''}by " + " or ".join(parts)
+    if len(won) == 1:
+        return ", by " + " or ".join(span_text(r, lo, hi) for lo, hi, r in spans.values())
+    # several wins: each interval's low end is at least the smallest, and none reaches past the largest high end
+    # ("each by 29.5% to 98.8%" read as every win's own interval, which one of them was not)
+    return ", each by " + " or ".join(_at_least(r, lo, hi) for lo, hi, r in spans.values())
+
+
+def _at_least(row: Mapping[str, Any], lo: float, hi: float) -> str:
+    """ "at least 29.5% in held-out loss (up to 98.8%)", "at least 1.2 pp accuracy (up to 9.1 pp)"; "up to 3.6 pp
+    accuracy" where the low end prints as 0 (it is above 0)."""
+    low, high = size_text(row, lo), size_text(row, hi)
+    if float(low.split(" ", 1)[0].rstrip("%")) == 0:
+        return f"up to {high}"
+    short = high.split(" ")[0] if high.split(" ")[0].endswith("%") else " ".join(high.split(" ")[:2])
+    return f"at least {low} (up to {short})"
 
 
 def _win_parts(won: list[dict[str, Any]], floor: float | None) -> list[str]:

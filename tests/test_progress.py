@@ -134,18 +134,25 @@ def test_on_a_gpu_the_expected_line_says_the_cpu_fit_is_not_a_gpu_estimate() -> 
 def test_a_reports_items_count_once_and_weight_the_time_left() -> None:
     """A report's items end on worker threads and may be told twice (a measure read again); each counts once, an
     item never expected counts not at all, and the time left weighs a language model's probes above small ones."""
-    from pelab.report.progress import COST, ReportWork
+    from pelab.report.progress import ReportWork, measure_cost
 
+    lm, small = measure_cost("layer_probes", 64, 64, 2), measure_cost("overlap", 16, 32, 2)
+    assert 1.5 < lm < 3.0 and lm > 50 * small  # quick's folder: ~2.2 s against ~0.03 s on one core
+    assert 0.1 < measure_cost("input_probes", 16, 32, 2) < 0.3  # reverse: ~0.17 s
+    assert 0.15 < measure_cost("input_probes", 24, 16, 2) < 0.3  # lookup (12 keys, 24 tokens): ~0.23 s
     clock = SimpleNamespace(t=0.0)
     told: list[tuple[int, int, str]] = []
     work = ReportWork(lambda *x: told.append(x), clock=lambda: clock.t)
-    work.expect("probes of a language model", COST["layer_probes"])
-    work.expect("overlap", COST["overlap"])
-    work.expect("overlap", COST["overlap"])  # expected twice: one item
-    assert told[-1] == (0, 2, "")
-    clock.t = 1.0
+    work.expect("probes of a language model", 2.0)
+    work.expect("overlap", 0.1)
+    work.expect("overlap", 0.1)  # expected twice: one item
+    work.expect("cross share", 0.1)
+    assert told[-1] == (0, 3, "")
+    clock.t = 5.0  # loading the study and starting workers: no item's work, so not the pace's
     work.finished("overlap")
     work.finished("overlap")
     work.finished("never expected")
-    assert work.done == 1 and told[-1][:2] == (1, 2)
-    assert told[-1][2] == f"about 0:{round(COST['layer_probes'] / COST['overlap']):02d} left"  # 0.2 units a second
+    assert work.done == 1 and told[-1] == (1, 3, "")  # no pace yet: one item, no time since the first
+    clock.t = 6.0
+    work.finished("cross share")
+    assert told[-1] == (2, 3, "about 0:20 left")  # 0.1 s of work a second since the first: 2 s of work left

@@ -179,7 +179,7 @@ class ReportContext:
             key = _measure_key(name, r, at_init)
             if key not in self.analyses and key not in self.started and not self._recall(key, r):
                 self.started[key] = self.pool.submit(measure_job, str(self.folder), name, r, at_init)
-                self._track(self.started[key], key, measure_cost(name))
+                self._track(self.started[key], key, self._cost(name, r))
 
     def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
         """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached. A measure
@@ -188,7 +188,7 @@ class ReportContext:
         if key not in self.analyses and not self._recall(key, run_id):
             started = self.started.pop(key, None)
             if started is None and self.work is not None:
-                self.work.expect(key, measure_cost(name))
+                self.work.expect(key, self._cost(name, run_id))
             self.analyses[key] = (
                 started.result() if started is not None else measure_job(str(self.folder), name, run_id, at_init)
             )
@@ -198,6 +198,27 @@ class ReportContext:
             if stamp is not None:
                 _MEMO[(str(self.folder.resolve()), key, stamp)] = copy.deepcopy(self.analyses[key])
         return self.analyses[key]
+
+    def _cost(self, name: str, run_id: str) -> float:
+        """``measure_cost`` of this run's model, for the report's time left."""
+        row = self.frame[self.frame.run_id == run_id]
+        if row.empty:
+            return measure_cost(name, 16, 32, 2)
+        r = row.iloc[0]
+
+        def num(key: str, default: int) -> int:
+            value = r.get(key, default)
+            return default if pd.isna(value) else int(value)
+
+        try:  # the model's own sequence length (lookup's 12 keys make 24 tokens)
+            from pelab.config import TaskConfig
+            from pelab.tasks import make_task
+
+            task = make_task(TaskConfig(name=r["task.name"], length=num("task.length", 16)))
+            length = task.seq_len(task.n)
+        except Exception:  # noqa: BLE001 - an estimate: the configured length will do
+            length = num("task.length", 16)
+        return measure_cost(name, length, num("model.d", 32), num("model.n_layers", 2))
 
     def _track(self, future: Future, key: str, cost: float) -> None:
         """Count a job started on the workers in the report's progress, finished when its future ends (from the

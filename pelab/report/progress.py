@@ -17,12 +17,13 @@ from collections.abc import Callable
 
 from pelab.study.progress import Pace
 
+#: Every measure loads its model from its checkpoint first: ~0.12 s on one core, most of a small measure's time.
+LOAD = 0.12
 #: One cross-validated linear probe (ridge and shrinkage LDA, ``pelab.analysis.probes.classify``) on n samples of
-#: width p with K classes costs about PROBE_ARITH · n · p² + PROBE_CLASS · K seconds on one core (the per-class term
-#: is LDA's per-class covariances), fitted on quick's folder: a language model's position probe (n = 12,800, p = 64,
-#: K = 64) ~0.73 s, a small model's (n = 3,200, p = 32, K = 16) ~0.085 s; lookup's input probes came out at 0.21 s
-#: against 0.23 s measured.
-PROBE_ARITH, PROBE_CLASS = 9.9e-9, 3.3e-3
+#: width p with K classes costs about PROBE_ARITH · n · p^1.5 + PROBE_CLASS · K seconds on one core (the per-class
+#: term is LDA's per-class covariances): least squares over 14 kinds of model in the full preset's folder (d = 16
+#: to 256, 11 to 64 positions), each within 30% (a language model's layer probes: 1.8 s against 2.0 s measured).
+PROBE_ARITH, PROBE_CLASS = 4.6e-8, 3.9e-3
 #: One claim's own work in this process, the pages, figures and forests after the claims, MiniLM's tables (s).
 CLAIM, WRITING, PRETRAINED = 1.0, 8.0, 5.0
 #: What a report tells its watcher: (items done, items known so far, "about 0:20 left" or "").
@@ -69,18 +70,18 @@ class ReportWork:
 def measure_cost(name: str, length: int, d: int, layers: int) -> float:
     """Rough seconds of one measure of a stored model on one core (``pelab.analysis.measures``), from its sequence
     length, width and depth: only their ratios matter, since the pace measured as the report goes scales them.
-    Probes read ``SEQUENCES`` held-out sequences and classify position (``length`` classes); the rest cost a few
-    hundredths of a second."""
+    Probes read ``SEQUENCES`` held-out sequences and classify position (``length`` classes); the rest cost little
+    beyond loading the model."""
     from pelab.analysis.probes import SEQUENCES
 
-    probe = PROBE_ARITH * SEQUENCES * length * d * d + PROBE_CLASS * length
+    probe = PROBE_ARITH * SEQUENCES * length * d**1.5 + PROBE_CLASS * length
     if name == "layer_probes":  # position from every layer's input
-        return probe * (layers + 1)
+        return LOAD + probe * (layers + 1)
     if name == "input_probes":  # token and position from the layer-1 input
-        return probe * 2
+        return LOAD + probe * 2
     if name == "cross_share":
-        return 0.03 + 4e-5 * length * d
-    return 0.03
+        return LOAD + 4e-5 * length * d
+    return LOAD
 
 
 __all__ = ["OnProgress", "ReportWork", "measure_cost"]

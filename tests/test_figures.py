@@ -190,7 +190,8 @@ def test_what_this_run_says_comes_first(tmp_path: Path) -> None:
     (a badge and a link each, no key figures) after it."""
     sentences = [
         {"id": "C6", "verdict": INCONCLUSIVE, "text": "At the same width, concatenating beat adding on 0 of 3",
-         "details": ["Undecided: they differ by at most 3.1 pp accuracy", "No verdict on 1 more: an arm below"]},
+         "details": ["Undecided: they differ by at most 3.1 pp accuracy", "No verdict on 1 more: an arm below",
+                     "Masked ones: not run; `pelab study --preset full` runs it <b>"]},
         {"id": "C9", "verdict": NO_INFO, "text": "On frozen vectors, both arms sat at the ceiling on 2", "details": []},
     ]  # fmt: skip
     claims = [claim(id="C6", verdict=INCONCLUSIVE), claim(id="C9", verdict=NO_INFO)]
@@ -203,6 +204,9 @@ def test_what_this_run_says_comes_first(tmp_path: Path) -> None:
     # its numbers under it, a short list each; none under a sentence without details
     assert '<ul class="details"><li>Undecided: they differ by at most 3.1 pp accuracy.</li><li>No verdict' in html
     assert html.count('<ul class="details">') == 1
+    # a command in backticks is code in HTML (the markdown keeps its backticks), and the rest stays escaped
+    assert "<li>Masked ones: not run; <code>pelab study --preset full</code> runs it &lt;b&gt;.</li>" in html
+    assert "- Masked ones: not run; `pelab study --preset full` runs it" in md
     assert "([C6](#c6)).\n- Undecided: they differ by at most 3.1 pp accuracy.\n- No verdict on 1 more" in md
     assert html.index("on 0 of 3") < html.index("~3k parameters") < html.index('id="summary"')
     assert "~3k parameters, 25k tokens per run" in md

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import jinja2
+import markupsafe
 
 from pelab.report.compact import compact
 from pelab.report.looks import VERDICT_CLASS, VERDICT_GLYPH
@@ -52,6 +53,15 @@ def _md_escape(text: str) -> str:
     return html.escape(flat, quote=False).replace("|", "\\|")
 
 
+def inline_code(text: str) -> markupsafe.Markup:
+    """Text with `commands` in backticks (``summary.FULL_COMMAND`` in a sentence) as escaped HTML with <code>: the
+    markdown report shows them as code, and the HTML one showed the backticks."""
+    parts = re.split(r"`([^`]+)`", str(text))
+    return markupsafe.Markup("").join(
+        markupsafe.Markup("<code>{}</code>").format(p) if i % 2 else markupsafe.escape(p) for i, p in enumerate(parts)
+    )
+
+
 def fence(text: str) -> str:
     """A code fence longer than any run of backticks inside ``text``, so the text cannot close it."""
     longest = max((len(m) for m in re.findall(r"`+", str(text))), default=0)
@@ -68,6 +78,7 @@ def template_env(folder: Path) -> jinja2.Environment:
     )
     env.filters["md"] = _md_escape
     env.filters["fence"] = fence
+    env.filters["code"] = inline_code
     env.filters["embed"] = _embed
     env.filters["rel"] = lambda p: os.path.relpath(p, folder)
     env.filters["vclass"] = lambda v: VERDICT_CLASS.get(v, "v-other")
@@ -77,4 +88,4 @@ def template_env(folder: Path) -> jinja2.Environment:
     return env
 
 
-__all__ = ["PNG_MAGIC", "fence", "template_env", "verdict_split"]
+__all__ = ["PNG_MAGIC", "fence", "inline_code", "template_env", "verdict_split"]

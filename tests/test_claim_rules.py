@@ -91,7 +91,7 @@ def test_c6_every_branch() -> None:
 def test_c6_names_a_win_on_learning_speed_alone() -> None:
     """Both arms at 100% and below the loss floor: the area under the learning curve decides (SCIENCE.md's
     fallback), and the claim says the win is in speed, not final quality; a win on loss anywhere is not."""
-    from pelab.report.summary import wins_text
+    from pelab.report.summary import win_facts
     from pelab.report.tables import row_records, speed_only
 
     solved = [0.004, 0.005, 0.004, 0.005, 0.004]
@@ -102,9 +102,9 @@ def test_c6_names_a_win_on_learning_speed_alone() -> None:
     better = comp(arm("c", CEIL, lower), arm("a", CEIL, higher))
     assert not speed_only(row_records(rule_c6([fast, better], FLOOR, MARGIN)))
 
-    assert "all on learning speed alone" in wins_text(row_records(f, "concat_split vs add"))
+    assert "all on learning speed alone" in win_facts(row_records(f, "concat_split vs add"))
     both = row_records(rule_c6([fast, better], FLOOR, MARGIN), "concat_split vs add")
-    assert "all on learning speed alone" not in wins_text(both) and "1 on learning speed" in wins_text(both)
+    assert "all on learning speed alone" not in win_facts(both) and "1 on learning speed" in win_facts(both)
 
 
 # --- C7: learned ≈ sinusoidal on every comparison ----------------------------------------------
@@ -521,7 +521,7 @@ def test_c14_changes_one_factor_per_comparison() -> None:
 def test_the_first_screen_says_when_held_out_loss_does_not_back_an_accuracy_win() -> None:
     """C9 in full won on accuracy (+1.8 pp) where held-out loss did not confirm it: the win's sentence says so
     beside the count, from the rows' own notes (``rules.second_opinion``), and not when a winning row has no doubt."""
-    from pelab.report.summary import wins_text
+    from pelab.report.summary import win_facts
 
     doubt = "held-out loss does not confirm it (A's held-out loss -1.5% [-5.0%, +2.0%] relative to B's)"
     rows = [
@@ -529,10 +529,10 @@ def test_the_first_screen_says_when_held_out_loss_does_not_back_an_accuracy_win(
         {"family": "concat beats add", "verdict": NOT_SUPPORTED, "metric": "acc", "notes": []},
         {"family": "concat beats add", "verdict": SUPPORTED, "metric": "acc", "notes": []},
     ]
-    assert wins_text(rows[:2]) == "1 of 2 comparisons (on accuracy; held-out loss does not confirm it)"
-    assert wins_text(rows).startswith("2 of 3 comparisons (1 of them on accuracy where held-out loss does not")
+    assert win_facts(rows[:2]) == ["on accuracy; held-out loss does not confirm it"]
+    assert win_facts(rows) == ["1 of them on accuracy where held-out loss does not confirm it"]
     rows[0]["notes"] = []
-    assert "does not confirm" not in wins_text(rows)
+    assert win_facts(rows) == []
 
 
 def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accuracy() -> None:

@@ -264,17 +264,17 @@ def test_a_claim_not_run_here_points_to_the_command_that_runs_it() -> None:
 
 def test_a_win_over_an_arm_that_had_not_learned_says_so() -> None:
     """The floor policy counts a win over an arm below the floor; the first screen says that is what it was."""
-    from pelab.report.summary import wins_text
+    from pelab.report.summary import win_facts
 
     won = row("concat_split vs add", "concat_split", "add", 0.3, 0.9, SUPPORTED)
     won |= {"a_acc": 0.99, "b_acc": 0.40}
     fair = row("concat_split vs add", "concat_split", "add", 0.01, 0.05, SUPPORTED) | {"a_acc": 0.99, "b_acc": 0.95}
-    assert "had not learned" not in wins_text([won, fair])  # no floor given: as before
-    assert wins_text([won], 0.8).endswith("(each over an arm that had not learned at this budget: below the 80% floor)")
-    assert "(1 of them over an arm that had not learned" in wins_text([won, fair], 0.8)
-    assert "had not learned" not in wins_text([fair], 0.8)
+    assert "had not learned" not in " ".join(win_facts([won, fair]))  # no floor given: as before
+    assert win_facts([won], 0.8)[-1] == "each over an arm that had not learned at this budget: below the 80% floor"
+    assert win_facts([won, fair], 0.8)[-1].startswith("1 of them over an arm that had not learned")
+    assert "had not learned" not in " ".join(win_facts([fair], 0.8))
     lm = row("a vs b", "a", "b", 0.01, 0.05, SUPPORTED, metric="bpb") | {"b_acc": 0.3}
-    assert "had not learned" not in wins_text([lm], 0.8)  # language models learn by loss, not accuracy
+    assert "had not learned" not in " ".join(win_facts([lm], 0.8))  # language models learn by loss, not accuracy
 
 
 def test_a_verdicts_budget_is_stated_beside_it() -> None:
@@ -464,8 +464,8 @@ def test_wins_that_share_a_task_say_so() -> None:
     def won(task: str) -> dict:
         return {"verdict": SUPPORTED, "where": {"task.name": task}}
 
-    assert where_won([won("sort"), won("sort"), won("sort"), won("copy")]) == " (3 on sort)"
-    assert where_won([won("sort"), won("sort")]) == " (all on sort)"
+    assert where_won([won("sort"), won("sort"), won("sort"), won("copy")]) == "3 on sort"
+    assert where_won([won("sort"), won("sort")]) == "all on sort"
     assert where_won([won("sort"), won("copy")]) == "" and where_won([won("sort")]) == ""
 
 
@@ -511,16 +511,16 @@ def test_a_win_says_by_how_much_its_interval_establishes() -> None:
     acc = row("concat_split vs add", "concat_split", "add", 0.005, 0.031, SUPPORTED)
     acc2 = row("concat_split vs add", "concat_split", "add", 0.012, 0.02, SUPPORTED)
     loss = row("concat_split vs add", "concat_split", "add", -0.844, -0.019, SUPPORTED, metric="loss")
-    assert by_how_much([acc]) == ", by 0.5 to 3.1 pp accuracy"
-    assert by_how_much([acc, acc2]) == ", each by at least 0.5 pp accuracy (up to 3.1 pp)"  # not acc2's own interval
-    assert by_how_much([loss]) == ", by 1.9% to 84.4% in held-out loss"
+    assert by_how_much([acc]) == "by 0.5 to 3.1 pp accuracy"
+    assert by_how_much([acc, acc2]) == "each by at least 0.5 pp accuracy (up to 3.1 pp)"  # not acc2's own interval
+    assert by_how_much([loss]) == "by 1.9% to 84.4% in held-out loss"
     assert by_how_much([acc, loss]) == (
-        ", each by at least 0.5 pp accuracy (up to 3.1 pp) or at least 1.9% in held-out loss (up to 84.4%)"
+        "each by at least 0.5 pp accuracy (up to 3.1 pp) or at least 1.9% in held-out loss (up to 84.4%)"
     )
     assert by_how_much([row("x", "a", "b", -0.01, 0.02, SUPPORTED)]) == ""  # an interval across 0 is no size
     tiny = row("concat_split vs add", "concat_split", "add", 0.0001, 0.036, SUPPORTED)
-    assert by_how_much([tiny]) == ", by up to 3.6 pp accuracy"  # never "by 0.0 to": its low end is above 0
-    assert by_how_much([tiny, acc]) == ", each by up to 3.6 pp accuracy"  # nor "at least 0.0 pp"
+    assert by_how_much([tiny]) == "by up to 3.6 pp accuracy"  # never "by 0.0 to": its low end is above 0
+    assert by_how_much([tiny, acc]) == "each by up to 3.6 pp accuracy"  # nor "at least 0.0 pp"
 
 
 def test_an_undecided_comparison_names_the_seeds_an_arm_failed_on() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pelab.report.summary import PHRASE, bare, size_text, span_text, win_facts
+from pelab.report.summary import PHRASE, size_text, span_text, win_facts
 from pelab.rules import NO_INFO, NOT_RUN, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED, TOO_SMALL, metric
 
 Rows = Sequence[Mapping[str, Any]]
@@ -194,12 +194,13 @@ def _counts(lead: str, counts: Sequence[tuple[int, str]]) -> str:
 
 def _nats(tied: Rows) -> str:
     """Where equal arms were read on held-out loss near its floor, the margin there is 0.01 nats, not ±2%
-    (``rules.margin_for``): the sentence says so, since "equal" then means both arms' answers were about as sure."""
+    (``rules.margin_for``): the detail says so ("3 of them on held-out loss within 0.01 nats, …"), since "equal" then
+    means both arms' answers were about as sure; "" where none was."""
     near = [r for r in tied if r.get("metric") == "loss" and any("nats of B's" in n for n in r.get("notes", []))]
     if not near:
         return ""
     which = "" if len(near) == len(tied) else f"{len(near)} of them "
-    return f" ({which}on held-out loss within 0.01 nats, the loss margin near its floor)"
+    return f"{which}on held-out loss within 0.01 nats, the loss margin near its floor"
 
 
 Answer = tuple[str, list[str], str]  # (sentence, details under it, the claim's verdict)
@@ -249,7 +250,7 @@ def directional(
         if facts:
             details.append(f"Where {who}: " + "; ".join(facts))
     if _nats(tied):
-        details.append("Equal within the margin: " + bare(_nats(tied)))
+        details.append("Equal within the margin: " + _nats(tied))
     return sentence, details + _undecided(rest, floor, margin) + out, claim.verdict
 
 
@@ -270,16 +271,14 @@ def equivalence(claim: Any, name: str, what: str, floor: float | None = None, ma
     else:
         lead = f"{what} were neither shown within the margin nor apart beyond it on any of {len(rows)} comparisons"
         sentence = _counts(lead, [(n_out, "more with an arm below the floor")])
-    details = [f"Apart: {bare(_ahead(apart))}"] if apart else []
+    details = [f"Apart: {_ahead(apart)}"] if apart else []
     return sentence, details + _undecided(rest, floor, margin) + out, claim.verdict
 
 
 def _ahead(apart: Rows) -> str:
-    """ " (learned ahead on 1, sinusoidal on 1)": which arm led where an equivalence failed; two failures the
+    """ "learned ahead on 1, sinusoidal on 1": which arm led where an equivalence failed; two failures the
     opposite ways are no ranking of the kinds. Where some were read on held-out loss or learning speed (accuracy
     at its ceiling), it says how many: "apart" then means one arm was surer or faster, not more often right."""
-    if not apart:
-        return ""
     a = sum(r.get("resolution", {}).get("lo", 0) > 0 for r in apart)
     b = sum(r.get("resolution", {}).get("hi", 0) < 0 for r in apart)
     name_a, name_b = apart[0]["a"].split(" + ")[0], apart[0]["b"].split(" + ")[0]
@@ -288,7 +287,7 @@ def _ahead(apart: Rows) -> str:
     else:
         leader = name_a if a else name_b
         who = f"{leader} ahead on each" if len(apart) > 1 else f"{leader} ahead"
-    return f" ({who}{_read_on(apart)})"
+    return who + _read_on(apart)
 
 
 def _read_on(rows: Rows) -> str:

@@ -53,24 +53,25 @@ def tested(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r["verdict"] not in (TOO_SMALL, NO_INFO) and r["metric"]]
 
 
-def who_won(records: list[dict[str, Any]]) -> str:
-    """With which position schemes a family's supported rows won (", all with sinusoidal positions"): C6's sign
-    follows the scheme in full, concatenation ahead with sinusoidal tables and adding with learned ones."""
-    schemes = Counter(str(r["where"].get("model.position.scheme")) for r in records if r["verdict"] == SUPPORTED
-                      and r.get("where", {}).get("model.position.scheme") is not None)  # fmt: skip
+def who_won(won: list[dict[str, Any]]) -> str:
+    """With which position schemes the wins won ("all with sinusoidal positions", "3 with learned, 2 with sinusoidal
+    positions"), or "": C6's sign follows the scheme in full, concatenation ahead with sinusoidal tables and adding
+    with learned ones."""
+    schemes = Counter(str(r["where"].get("model.position.scheme")) for r in won
+                      if r.get("where", {}).get("model.position.scheme") is not None)  # fmt: skip
     if not schemes:
         return ""
     if len(schemes) == 1:  # one win is "with learned positions", not "all with"
-        return f", {'all ' if sum(schemes.values()) > 1 else ''}with {next(iter(schemes))} positions"
-    return ", " + ", ".join(f"{n} with {s}" for s, n in schemes.most_common()) + " positions"
+        return f"{'all ' if sum(schemes.values()) > 1 else ''}with {next(iter(schemes))} positions"
+    return ", ".join(f"{n} with {s}" for s, n in schemes.most_common()) + " positions"
 
 
 def early(won: list[dict[str, Any]]) -> str:
-    """ ", 1 decided at an early look and not borne out on all its seeds": a win the sequential design stopped at
-    (``rules.EARLY``), whose arms got more seeds for other comparisons that read it otherwise. The verdict stands;
-    the reader is told, and where it is the only win, what all the seeds read ("there: A's held-out loss +84.3%
-    [-100.0%, +436.1%] relative to B's, inconclusive at this budget"): a mean that changed sign must not hide
-    behind "not borne out"."""
+    """ "1 of them decided at an early look and not borne out on all their arms' seeds", or "": a win the sequential
+    design stopped at (``rules.EARLY``), whose arms got more seeds for other comparisons that read it otherwise. The
+    verdict stands; the reader is told, and where it is the only win, what all the seeds read ("there: A's held-out
+    loss +84.3% [-100.0%, +436.1%] relative to B's, inconclusive at this budget"): a mean that changed sign must
+    not hide behind "not borne out"."""
     notes = [next((str(x) for x in r.get("notes", []) if str(x).startswith(EARLY)
                    and not str(x).endswith(f", {SUPPORTED}")), None) for r in won]  # fmt: skip
     n = sum(x is not None for x in notes)
@@ -81,21 +82,21 @@ def early(won: list[dict[str, Any]]) -> str:
         look = note.removeprefix(EARLY).split(";")[0].strip()  # "5 seeds"
         seeds, _, reading = note.partition("; read on all ")[2].partition(": ")
         if look and seeds and reading:
-            return f", decided at the look at {look} and not borne out on all {seeds} (there: {reading})"
-        return ", decided at an early look and not borne out on all its arms' seeds"
-    return f", {n} of them decided at an early look and not borne out on all their arms' seeds"
+            return f"decided at the look at {look} and not borne out on all {seeds} (there: {reading})"
+        return "decided at an early look and not borne out on all its arms' seeds"
+    return f"{n} of them decided at an early look and not borne out on all their arms' seeds"
 
 
 def where_won(won: list[dict[str, Any]]) -> str:
-    """ " (all on sort)", " (3 on sort)": where several wins share one task, so four wins are not read as four
+    """ "all on sort", "3 on sort", or "": where several wins share one task, so four wins are not read as four
     tasks."""
     tasks = Counter(str(r.get("where", {}).get("task.name")) for r in won if r.get("where", {}).get("task.name"))
     if len(won) < 2 or not tasks:
         return ""
     task, n = tasks.most_common(1)[0]
     if n == len(won):
-        return f" (all on {task})"
-    return f" ({n} on {task})" if n > 1 else ""
+        return f"all on {task}"
+    return f"{n} on {task}" if n > 1 else ""
 
 
 def size_text(row: Mapping[str, Any], x: float) -> str:
@@ -112,15 +113,20 @@ def size_text(row: Mapping[str, Any], x: float) -> str:
 def span_text(row: Mapping[str, Any], lo: float, hi: float) -> str:
     """ "1.9% to 84.4% in held-out loss", "2.0 to 10.0 pp accuracy": an effect between two positive ends in the row's
     metric; "up to 3.6 pp accuracy" where the low end prints as 0 (it is above 0: a reader must not read "by 0")."""
-    low = size_text(row, lo).split(" ", 1)[0]
-    if float(low.rstrip("%")) == 0:
+    low = size_text(row, lo)
+    if _prints_zero(low):
         return f"up to {size_text(row, hi)}"
-    return f"{low} to {size_text(row, hi)}"
+    return f"{low.split(' ', 1)[0]} to {size_text(row, hi)}"
+
+
+def _prints_zero(size: str) -> bool:
+    """Whether ``size_text``'s number reads 0 ("0.0 pp accuracy", "0.0% in held-out loss")."""
+    return float(size.split(" ", 1)[0].rstrip("%")) == 0
 
 
 def by_how_much(won: list[dict[str, Any]]) -> str:
-    """ ", by 1.9% to 84.4% in held-out loss" (one win), ", each by at least 0.5 pp accuracy (up to 3.1 pp)"
-    (several: the smallest low end and the largest high end of their intervals, per metric): what the winning
+    """ "by 1.9% to 84.4% in held-out loss" (one win), "each by at least 0.5 pp accuracy (up to 3.1 pp)" (several:
+    the smallest low end and the largest high end of their intervals, per metric), or "": what the winning
     intervals establish, so a count of wins is never the whole answer."""
     spans: dict[str, tuple[float, float, dict[str, Any]]] = {}
     for r in won:
@@ -132,62 +138,43 @@ def by_how_much(won: list[dict[str, Any]]) -> str:
     if not spans:
         return ""
     if len(won) == 1:
-        return ", by " + " or ".join(span_text(r, lo, hi) for lo, hi, r in spans.values())
+        return "by " + " or ".join(span_text(r, lo, hi) for lo, hi, r in spans.values())
     # several wins: each interval's low end is at least the smallest, and none reaches past the largest high end
     # ("each by 29.5% to 98.8%" read as every win's own interval, which one of them was not)
-    return ", each by " + " or ".join(_at_least(r, lo, hi) for lo, hi, r in spans.values())
+    return "each by " + " or ".join(_at_least(r, lo, hi) for lo, hi, r in spans.values())
 
 
 def _at_least(row: Mapping[str, Any], lo: float, hi: float) -> str:
     """ "at least 29.5% in held-out loss (up to 98.8%)", "at least 1.2 pp accuracy (up to 9.1 pp)"; "up to 3.6 pp
     accuracy" where the low end prints as 0 (it is above 0)."""
     low, high = size_text(row, lo), size_text(row, hi)
-    if float(low.split(" ", 1)[0].rstrip("%")) == 0:
+    if _prints_zero(low):
         return f"up to {high}"
     short = high.split(" ")[0] if high.split(" ")[0].endswith("%") else " ".join(high.split(" ")[:2])
     return f"at least {low} (up to {short})"
 
 
-def _win_parts(won: list[dict[str, Any]], floor: float | None) -> list[str]:
-    """The qualifiers of a family's wins, each as ``wins_text`` appends it (" (3 on sort)", ", by 1.9% to …")."""
+def win_facts(records: list[dict[str, Any]], floor: float | None = None) -> list[str]:
+    """What a family's wins were, one fact each, for the first screen to list under the sentence that counts them:
+    where ("3 on sort"), on learning speed, with which schemes, by how much, decided early; then the doubts a reader
+    must discount them by: held-out loss not backing an accuracy win (``rules.second_opinion``), and, with the
+    study's ``floor``, a win over an arm that had not learned its task at this budget (the floor policy counts it,
+    but it says how fast each arm learns, not how well). [] when none won."""
+    won = [r for r in tested(records) if r["verdict"] == SUPPORTED]
+    if not won:
+        return []
     speed = sum(r["metric"] == "auc" for r in won)
-    parts = [where_won(won)]
-    parts.append(", all on learning speed alone" if speed == len(won) else f", {speed} on learning speed" * bool(speed))
-    parts += [who_won(won), by_how_much(won), early(won)]
+    facts = [where_won(won), "all on learning speed alone" if speed == len(won) else f"{speed} on learning speed"
+             * bool(speed), who_won(won), by_how_much(won), early(won)]  # fmt: skip
     doubted = sum(any(str(n).startswith(LOSS_DOUBTS) for n in r.get("notes", [])) for r in won)
-    if doubted:  # a reader discounts an accuracy win that held-out loss does not back (``rules.second_opinion``)
-        parts.append(" (on accuracy; held-out loss does not confirm it)" if doubted == len(won)
-                     else f" ({doubted} of them on accuracy where held-out loss does not confirm it)")  # fmt: skip
+    if doubted:
+        facts.append("on accuracy; held-out loss does not confirm it" if doubted == len(won)
+                     else f"{doubted} of them on accuracy where held-out loss does not confirm it")  # fmt: skip
     unlearned = sum(below_floor(r, floor, "b") for r in won) if floor is not None else 0  # B: the losing arm
     if unlearned:
         which = "each" if unlearned == len(won) else f"{unlearned} of them"
-        parts.append(f" ({which} over an arm that had not learned at this budget: below the {floor:.0%} floor)")
-    return [p for p in parts if p]
-
-
-def bare(part: str) -> str:
-    """A clause without the punctuation that joined it to a sentence: ", by 2 pp" and " (3 on sort)" read "by 2 pp"
-    and "3 on sort", for a list that shows them one by one."""
-    part = part.strip().removeprefix(",").strip()
-    return part[1:-1] if part.startswith("(") and part.endswith(")") else part
-
-
-def win_facts(records: list[dict[str, Any]], floor: float | None = None) -> list[str]:
-    """What ``wins_text`` says of the wins after their count, one fact each ("3 on sort", "all with learned
-    positions", "each by 0.5 to 3.1 pp accuracy"): the first screen counts in its sentence and lists these under it."""
-    won = [r for r in tested(records) if r["verdict"] == SUPPORTED]
-    return [bare(p) for p in _win_parts(won, floor)] if won else []
-
-
-def wins_text(records: list[dict[str, Any]], floor: float | None = None) -> str:
-    """ "2 of 25 comparisons, all on learning speed alone, all with learned positions", or "none of 25"; with the
-    study's ``floor``, also how many of the wins were over an arm that had not learned its task at this budget
-    (a win the floor policy counts, but one that says how fast each arm learns, not how well)."""
-    rows = tested(records)
-    won = [r for r in rows if r["verdict"] == SUPPORTED]
-    if not won:
-        return f"none of {len(rows)} comparisons"
-    return f"{len(won)} of {len(rows)} comparisons" + "".join(_win_parts(won, floor))
+        facts.append(f"{which} over an arm that had not learned at this budget: below the {floor:.0%} floor")
+    return [f for f in facts if f]
 
 
 def not_measured(ctx: ReportContext) -> list[str]:
@@ -336,4 +323,4 @@ def claims_markdown() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DOC", "bare", "claims_markdown", "not_measured", "run_elsewhere", "scale", "win_facts", "wins_text"]
+__all__ = ["DOC", "claims_markdown", "not_measured", "run_elsewhere", "scale", "win_facts"]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -187,38 +188,31 @@ class ReportContext:
         key = _measure_key(name, run_id, at_init)
         if key not in self.analyses and not self._recall(key, run_id):
             started = self.started.pop(key, None)
-            if started is None and self.work is not None:
-                self.work.expect(key, self._cost(name, run_id))
-            self.analyses[key] = (
-                started.result() if started is not None else measure_job(str(self.folder), name, run_id, at_init)
-            )
-            if self.work is not None:
-                self.work.finished(key)
+            if started is not None:
+                self.analyses[key] = started.result()  # its progress is told by the future (``_track``)
+            else:
+                if self.work is not None:
+                    self.work.expect(key, self._cost(name, run_id))
+                self.analyses[key] = measure_job(str(self.folder), name, run_id, at_init)
+                if self.work is not None:
+                    self.work.finished(key)
             stamp = _stamp(self.folder, run_id)
             if stamp is not None:
                 _MEMO[(str(self.folder.resolve()), key, stamp)] = copy.deepcopy(self.analyses[key])
         return self.analyses[key]
 
     def _cost(self, name: str, run_id: str) -> float:
-        """``measure_cost`` of this run's model, for the report's time left."""
-        row = self.frame[self.frame.run_id == run_id]
-        if row.empty:
-            return measure_cost(name, 16, 32, 2)
-        r = row.iloc[0]
+        """``measure_cost`` of this run's model (its actual width and sequence length), for the report's time left."""
+        from pelab.tasks import make_task
 
-        def num(key: str, default: int) -> int:
-            value = r.get(key, default)
-            return default if pd.isna(value) else int(value)
+        cfg = self.configs[run_id]
+        task = make_task(cfg.task)
+        return measure_cost(name, task.seq_len(task.n), cfg.model.widths().model, cfg.model.n_layers)
 
-        try:  # the model's own sequence length (lookup's 12 keys make 24 tokens)
-            from pelab.config import TaskConfig
-            from pelab.tasks import make_task
-
-            task = make_task(TaskConfig(name=r["task.name"], length=num("task.length", 16)))
-            length = task.seq_len(task.n)
-        except Exception:  # noqa: BLE001 - an estimate: the configured length will do
-            length = num("task.length", 16)
-        return measure_cost(name, length, num("model.d", 32), num("model.n_layers", 2))
+    @cached_property
+    def configs(self) -> dict[str, Any]:
+        """Every run of the study by id (``RunConfig``)."""
+        return {r.run_id: r for r in self.study.runs}
 
     def _track(self, future: Future, key: str, cost: float) -> None:
         """Count a job started on the workers in the report's progress, finished when its future ends (from the

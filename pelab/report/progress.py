@@ -46,17 +46,15 @@ class ReportWork:
             if key in self.known:
                 return
             self.known.add(key)
-            self.pace.costs[key] = cost
-            self.pace.total += cost
+            self.pace.add(key, cost)
             self._tell()
 
     def finished(self, key: str) -> None:
         with self.lock:
             if key not in self.pace.costs:  # never expected, or finished already
                 return
-            if self.done == 0:  # the pace runs from the first item done, which it leaves out (its work was before):
-                self.pace.start = self.pace.clock()  # loading the study and starting the workers is no item's work,
-                self.pace.total -= self.pace.costs.pop(key)  # and counted in, it said "4:15 left" of a 0:40 report
+            if self.done == 0:  # the pace runs from the first item done: loading the study and starting the workers
+                self.pace.restart(key)  # is no item's work, and counted in, it said "4:15 left" of a 0:40 report
             else:
                 self.pace.finished(key)
             self.done += 1

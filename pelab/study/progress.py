@@ -37,6 +37,17 @@ class Pace:
     def finished(self, run_id: str) -> None:
         self.done += self.costs.pop(run_id, 0.0)
 
+    def add(self, key: str, cost: float) -> None:
+        """More work, learned after the start (a report's claims plan their measures as it goes)."""
+        self.costs[key] = cost
+        self.total += cost
+
+    def restart(self, key: str) -> None:
+        """Start the clock now and leave ``key`` out of the work: what came before it (loading, starting workers) and
+        its own work were not done at the pace that follows."""
+        self.start = self.clock()
+        self.total -= self.costs.pop(key, 0.0)
+
     def left(self) -> float | None:
         """Seconds left at the pace so far; None before any work is done."""
         elapsed = self.clock() - self.start

@@ -90,7 +90,7 @@ def next_counts(
     cap); an arm already there (another comparison took it further) gets nothing."""
     assert study.sequential is not None
     cap, step = study.sequential.max_seeds, study.sequential.step
-    arm_of = _runs_arm(study)
+    arm_of = _runs_arm(study)  # arms of grids with their own seeds (``Study.fixed``) never take seeds
     target: dict[str, int] = {}
     words = []
     for claim, row in rows:
@@ -99,6 +99,8 @@ def next_counts(
         for o in still_open([row], cap + 1, INCONCLUSIVE):  # at the cap too: said, though it takes no seeds
             want = min(cap, o.seeds + step)
             arms = {arm_of[r] for r in (*o.a.runs, *o.b.runs) if r in arm_of}
+            if arms & set(study.fixed):  # a grid's own seeds: a fixed count, outside the rounds
+                continue
             for arm in arms:
                 if want > counts.get(arm, len(study.seeds)):
                     target[arm] = max(target.get(arm, 0), want)
@@ -135,7 +137,7 @@ def run_sequential(
     if unknown := [c for c in seq.claims if c not in known]:
         raise PelabError(f"sequential.claims: unknown claim {unknown[0]!r}; allowed: {', '.join(known)}")
     names = arm_names(study)
-    counts: dict[str, int] = {arm: len(study.seeds) for arm in names}
+    counts: dict[str, int] = {arm: len(study.fixed.get(arm, study.seeds)) for arm in names}
     history: list[dict[str, Any]] = []
     outcome = SequentialOutcome()
     out.mkdir(parents=True, exist_ok=True)
@@ -156,7 +158,8 @@ def run_sequential(
         write_record(out, {"seeds": study.seeds, **seq.record()}, history)
         if not words:
             which = f" of {', '.join(seq.claims)}" if seq.claims else ""
-            console.print(f"round {number}: every comparison{which} is decided")
+            fixed = " (those of a grid with its own seeds take none: they are read as they stand)" if study.fixed else ""
+            console.print(f"round {number}: every comparison{which} is decided{fixed}")
             break
         console.print(f"round {number}: {len(words)} comparison(s) still open: " + escape("; ".join(words)))
         if not target:

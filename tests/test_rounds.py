@@ -25,7 +25,7 @@ from pelab.report.console import results_table
 from pelab.report.registry import ClaimResult
 from pelab.rounds import next_counts, run_sequential
 from pelab.rules import INCONCLUSIVE, SUPPORTED
-from pelab.study.design import Design, read_record
+from pelab.study.design import Design, design_of, read_record, seeds_text
 from pelab.study.grid import parse_study, seed_sequence, with_seeds
 from pelab.study.sequential import Looks
 from pelab.study.store import DB_NAME
@@ -270,3 +270,100 @@ def test_the_ray_backend_takes_the_same_decisions(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
     assert read_record(out) == read_record(local)
     assert stored(out) == stored(local)
+
+
+OWN = """
+[[grid]]
+name = "sequential"
+axes = { "model.combine" = ["add", "concat_split"] }
+
+[[grid]]
+name = "confirmatory"
+set = { "model.d" = 24 }
+seeds = [10, 11, 12]
+axes = { "model.combine" = ["add", "concat_split"] }
+"""
+
+
+def own_seeds() -> str:
+    """``tiny`` with a second pair of arms (d=24) on a grid with its own seeds."""
+    return tiny().split("[axes]")[0] + OWN + "[report]\nfloor = 0.1\n[sequential]\nmax_seeds = 5\nstep = 1\n"
+
+
+def test_a_grid_with_its_own_seeds_trains_them_and_rounds_leave_it_alone() -> None:
+    study = parse_study(own_seeds())
+    seeds: dict[int, set[int]] = {}
+    for r in study.runs:
+        seeds.setdefault(r.model.d, set()).add(r.seed)
+    assert seeds == {16: {0, 1, 2}, 24: {10, 11, 12}}
+    fixed = {r.arm_id for r in study.runs if r.model.d == 24}
+    assert set(study.fixed) == fixed and all(s == [10, 11, 12] for s in study.fixed.values())
+    every = {r.arm_id: 5 for r in study.runs}  # even when a round names them, their seeds stay as listed
+    grown = with_seeds(study, every)
+    assert sorted(r.seed for r in grown.runs if r.arm_id in fixed) == [10, 10, 11, 11, 12, 12]
+    assert len([r for r in grown.runs if r.arm_id not in fixed]) == 10
+    full, design = design_of(study, [{a: 3 for a in every}, every])
+    assert all(r.run_id not in design.runs for r in full.runs if r.arm_id in fixed)  # outside the design
+    a, b = ([r.run_id for r in full.runs if r.arm_id in fixed and r.model.combine == c] for c in ("add", "concat_split"))
+    assert design.looks(a, b) is None  # read without interim looks, at the plain level
+    assert "fixed seeds, read without interim looks: " in seeds_text(full, design)
+    assert "reverse: add, d=24 3 (seeds 10–12)" in seeds_text(full, design)
+
+
+@pytest.mark.parametrize(
+    ("seeds", "needle"),
+    [
+        ("[3]", "grid 'confirmatory' seeds: a grid's own seeds need at least 2"),
+        ("[3, 3]", "grid 'confirmatory' seeds: a seed is listed twice"),
+        ("[-1, 2]", "grid 'confirmatory' seeds: must be a non-empty list of integers"),
+        ("'all'", "grid 'confirmatory' seeds: must be a non-empty list of integers"),
+    ],
+)
+def test_a_bad_grid_seed_list_fails_in_one_line_naming_the_grid(seeds: str, needle: str) -> None:
+    with pytest.raises(PelabError) as e:
+        parse_study(own_seeds().replace("seeds = [10, 11, 12]", f"seeds = {seeds}"))
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_arm_cannot_train_two_lists_of_seeds() -> None:
+    """The same arm from a grid with the study's seeds and from one with its own: which seeds it trains, and how
+    its comparisons are read, would depend on the order of the grids."""
+    with pytest.raises(PelabError) as e:
+        parse_study(own_seeds().replace('set = { "model.d" = 24 }\n', ""))
+    assert "grid 'confirmatory' seeds: an arm of it is also in grid 'sequential', which trains the study’s seeds" in (
+        str(e.value)
+    )
+
+
+def planted_by_width(out: Path, only: Sequence[str] = ()) -> list[ClaimResult]:
+    """add against concat_split at d=16 (sequential) stays open until 4 paired seeds; at d=24 (the grid's own
+    seeds) it is open whatever the seeds."""
+    rows = [r for r in load_context(out).rows if r["status"] == "done"]
+    runs: dict[tuple[int, str], list[str]] = {}
+    for r in rows:
+        runs.setdefault((r["config"]["model"]["d"], r["config"]["model"]["combine"]), []).append(r["run_id"])
+    records: list[dict[str, Any]] = []
+    for d in (16, 24):
+        a, b = runs[(d, "add")], runs[(d, "concat_split")]
+        seeds = min(len(a), len(b))
+        verdict = INCONCLUSIVE if d == 24 or seeds < 4 else SUPPORTED
+        records.append({"a": "add", "b": "concat_split", "a_runs": a, "b_runs": b, "seeds": seeds, "verdict": verdict})
+    return [ClaimResult("C6", "t", "c", "s", "r", rows=records)]
+
+
+def test_rounds_add_seeds_only_outside_a_grid_with_its_own_seeds(tmp_path: Path) -> None:
+    study = parse_study(own_seeds())
+    console = Console(record=True, width=250)
+    outcome = run_sequential(study, tmp_path / "out", console=console, decide=planted_by_width, workers=1)
+    assert outcome.seeds == {"reverse: add, d=16": 4, "reverse: concat_split, d=16": 4,
+                             "reverse: add, d=24": 3, "reverse: concat_split, d=24": 3}  # fmt: skip
+    text = console.export_text()
+    assert "round 1: 1 comparison(s) still open: C6 add vs concat_split at 3 seeds" in text
+    assert "round 2: every comparison is decided (those of a grid with its own seeds take none" in text
+    trained = {(c["model"]["d"], c["seed"]) for c in map(json.loads, _configs(tmp_path / "out"))}
+    assert trained == {(16, s) for s in range(4)} | {(24, s) for s in (10, 11, 12)}
+
+
+def _configs(out: Path) -> list[str]:
+    with sqlite3.connect(out / DB_NAME) as conn:
+        return [r[0] for r in conn.execute("SELECT config FROM runs WHERE status = 'done'")]

@@ -274,7 +274,8 @@ def test_ctrl_c_stops_workers_stores_nothing_half_done_and_resumes(tmp_path: Pat
 @pytest.mark.parametrize("pilot", sorted((Path(__file__).parents[1] / "bench" / "pilots").glob("*.toml")), ids=str)
 def test_every_recorded_pilot_loads_and_trains_no_seed_a_preset_trains(pilot: Path) -> None:
     """A pilot file is a record someone can rerun: it parses as a study, and its seeds are none a preset trains
-    (sequential seeds up to the cap included), so no budget was fixed on the seeds its verdicts read."""
+    (sequential seeds up to the cap included, and a grid's own seeds), so no budget was fixed on the seeds its verdicts
+    read."""
     from pelab.cli import preset_path
     from pelab.study.grid import load_study, seed_sequence
 
@@ -282,7 +283,7 @@ def test_every_recorded_pilot_loads_and_trains_no_seed_a_preset_trains(pilot: Pa
     for name in ("quick", "full", "paper"):
         study = load_study(preset_path(name))
         cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
-        trained |= set(seed_sequence(study.seeds, cap))
+        trained |= set(seed_sequence(study.seeds, cap)) | {s for own in study.fixed.values() for s in own}
     study = load_study(pilot)
     assert study.runs and not set(study.seeds) & trained
 
@@ -303,7 +304,7 @@ def test_a_presets_pilot_is_recorded_and_trains_no_seed_a_preset_trains(preset: 
     for name in ("quick", "full", "paper"):
         study = load_study(preset_path(name))
         cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
-        trained |= set(seed_sequence(study.seeds, cap))
+        trained |= set(seed_sequence(study.seeds, cap)) | {s for own in study.fixed.values() for s in own}
     assert not set(pilot.seeds) & trained
 
     def settings(runs: list[RunConfig]) -> set[tuple[object, ...]]:

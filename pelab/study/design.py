@@ -65,6 +65,8 @@ def design_of(study: Study, rounds: Sequence[Mapping[str, int]]) -> tuple[Study,
     order = {s: i for i, s in enumerate(seed_sequence(study.seeds, study.sequential.max_seeds))}
     runs: dict[str, tuple[int, int]] = {}
     for cfg in full.runs:
+        if cfg.arm_id in study.fixed:  # its grid's own seeds: outside the design, read without interim looks
+            continue
         place = order[cfg.seed]
         seen = [r for r, counts in enumerate(rounds, start=1) if counts.get(cfg.arm_id, len(study.seeds)) > place]
         runs[cfg.run_id] = (cfg.seed, seen[0] if seen else 1)
@@ -156,7 +158,23 @@ def seeds_text(study: Study, design: Design) -> str:
     return (
         f"started at {len(study.seeds)} seeds per arm, {seq.step} more per round to the arms of comparisons still "
         f"open{_of_claims(seq.claims)}, at most {seq.max_seeds}; {design.rounds} round(s); seeds each arm got: {each}"
+        f"{fixed_text(study)}"
     )
+
+
+def fixed_text(study: Study) -> str:
+    """"; fixed seeds, read without interim looks: lookup: add, d=16 30 (seeds 200–229); …" for the arms of
+    grids with their own seeds (``Study.fixed``), "" where there are none."""
+    if not study.fixed:
+        return ""
+    names = arm_names(study)
+
+    def listed(seeds: list[int]) -> str:
+        run = sorted(seeds) == list(range(min(seeds), max(seeds) + 1))
+        return f"{min(seeds)}–{max(seeds)}" if run and len(seeds) > 2 else ", ".join(map(str, seeds))
+
+    each = "; ".join(f"{names[a]} {len(s)} (seeds {listed(s)})" for a, s in study.fixed.items())
+    return f"; fixed seeds, read without interim looks: {each}"
 
 
 def _of_claims(claims: Sequence[str]) -> str:

@@ -25,6 +25,11 @@ scientific axes, and pairs seeds across arms. One or more grids:
     spending = "obrien_fleming"              # or "pocock" (pelab.study.sequential)
     claims = ["C6", "C7"]                    # optional: only these claims' open comparisons buy seeds
 
+    [[grid]]                                 # a grid may train its own seeds: a fixed count, never extended
+    name = "a confirmatory test"             # by sequential rounds and read without interim looks (95%), so an
+    seeds = [200, 201, 202]                  # experiment designed after reading others can use seeds none read
+    axes = { "model.combine" = ["add", "concat_split"] }
+
 Seeds added in later rounds are the next integers after the largest listed seed, in order, so every arm's
 seeds are a prefix of one sequence and stay paired. Axis keys are dotted paths into a run's config; an unknown
 key fails with the list of valid ones. The same config reached from two grids is one run.
@@ -60,7 +65,7 @@ MAX_SEQUENTIAL_SEEDS = 100
 #: What a [pretrained] table held while C9 trained outside the grids; refused, pointing at the C9 grids.
 OLD_PRETRAINED_KEYS = ("seeds", "steps", "batch_size", "length", "d", "d_position", "n_layers", "n_heads", "lr")
 REPORT_KEYS = {"floor": 0.8, "margin": 0.01}
-GRID_KEYS = ("name", "set", "axes")
+GRID_KEYS = ("name", "set", "axes", "seeds")
 #: A study file is a few kilobytes (the presets are under 10 KB).
 MAX_STUDY_BYTES = 1 << 20
 #: Tables and arrays inside one another: a study needs 4 (model.position.scheme in a list in a grid).
@@ -95,6 +100,9 @@ class Grid:
     name: str
     fixed: dict[str, Any]
     axes: dict[str, list[Any]]
+    #: the grid's own seeds (``[[grid]] seeds``): its arms train exactly these, whatever the study's seeds and
+    #: rounds; None: the study's
+    seeds: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,19 @@ def seed_sequence(seeds: list[int], n: int) -> list[int]:
     largest of them, in order (deterministic: a seed added in round r is the same whenever it is added)."""
     extra = n - len(seeds)
     return list(seeds[:n]) + [max(seeds) + 1 + i for i in range(max(extra, 0))]
+
+
+def _seeds(key: str, seeds: Any) -> list[int]:
+    """A list of seeds (the study's or a grid's own), checked."""
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds)
+    ):
+        raise PelabError(f"{key}: must be a non-empty list of integers in 0..{MAX_SEED} (got {seeds!r})")
+    if len(set(seeds)) != len(seeds):
+        raise PelabError(f"{key}: a seed is listed twice (got {seeds!r})")
+    return list(seeds)
 
 
 def _sequential(table: Any, seeds: list[int]) -> Sequential | None:
@@ -184,6 +205,9 @@ class Study:
     #: runs of arms that train at several learning rates (``train.lr`` given as a list): the report keeps,
     #: per arm, the rate with the best validation loss, and scores it on the test split
     tuned: set[str] = field(default_factory=set)
+    #: arms (``RunConfig.arm_id``) of grids with their own seeds, and those seeds: sequential rounds leave them
+    #: as they are, and their comparisons are read without interim looks
+    fixed: dict[str, list[int]] = field(default_factory=dict)
     #: ``[sequential]``: seeds added in rounds until each comparison is decided; None: a fixed seed count
     sequential: Sequential | None = None
 
@@ -271,8 +295,9 @@ def _grid_runs(study: Study) -> tuple[int, str]:
     """How many runs the grids expand to before deduplication, and the biggest grid's sizes in words."""
     base = flatten(study.base, "")
     total, largest, words = 0, -1, ""
-    seeds = study.sequential.max_seeds if study.sequential else len(study.seeds)
+    most = study.sequential.max_seeds if study.sequential else len(study.seeds)
     for g in study.grids:
+        seeds = len(g.seeds) if g.seeds is not None else most
         lr = {**base, **g.fixed}.get("train.lr")
         rates = len(lr) if isinstance(lr, list) else 1
         n = math.prod(len(v) for v in g.axes.values()) * seeds * rates
@@ -309,15 +334,7 @@ def parse_study(text: str, source: str = "") -> Study:
         _check_keys(section, list(flat), allowed)
         for k, v in flat.items():
             _set_dotted(base, k, v)
-    seeds = raw.get("seeds", [0, 1, 2])
-    if (
-        not isinstance(seeds, list)
-        or not seeds
-        or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds)
-    ):
-        raise PelabError(f"seeds: must be a non-empty list of integers in 0..{MAX_SEED} (got {seeds!r})")
-    if len(set(seeds)) != len(seeds):
-        raise PelabError(f"seeds: a seed is listed twice (got {seeds!r})")
+    seeds = _seeds("seeds", raw.get("seeds", [0, 1, 2]))
     sequential = _sequential(raw.get("sequential"), seeds)
     for key, most in (("name", MAX_NAME), ("description", 20 * MAX_NAME)):
         if key in raw and (not isinstance(raw[key], str) or len(raw[key]) > most):
@@ -348,7 +365,10 @@ def parse_study(text: str, source: str = "") -> Study:
         for k, v in axes.items():
             if not isinstance(v, list) or not v:
                 raise PelabError(f"axes: {k!r} must be a non-empty list of values (got {v!r})")
-        grids.append(Grid(name, dict(fixed), {k: list(v) for k, v in axes.items()}))
+        own = _seeds(f"grid {name!r} seeds", g["seeds"]) if "seeds" in g else None
+        if own is not None and len(own) < 2:
+            raise PelabError(f"grid {name!r} seeds: a grid's own seeds need at least 2, for an interval (got {own!r})")
+        grids.append(Grid(name, dict(fixed), {k: list(v) for k, v in axes.items()}, own))
     report = raw.get("report", {})
     if not isinstance(report, dict):
         raise PelabError("report: must be a table with floor and margin")
@@ -382,6 +402,7 @@ def expand(study: Study) -> None:
     runs: dict[str, RunConfig] = {}
     membership: dict[str, list[str]] = {}
     tuned: set[str] = set()
+    arm_seeds: dict[str, tuple[list[int] | None, str]] = {}  # arm -> (its grid's own seeds or None, that grid)
     for g in study.grids:
         keys = list(g.axes)
         if "train.lr" in g.axes and any(isinstance(v, list) for v in g.axes["train.lr"]):
@@ -391,7 +412,7 @@ def expand(study: Study) -> None:
             point = dict(zip(keys, values, strict=True))
             settings = {**flatten(study.base, ""), **g.fixed, **point}
             rates = _rates(f"grid {g.name!r}: ", settings.get("train.lr"))
-            for seed, lr in itertools.product(study.seeds, rates or [None]):
+            for seed, lr in itertools.product(g.seeds or study.seeds, rates or [None]):
                 tree: dict[str, Any] = {}
                 for k, v in settings.items():
                     _set_dotted(tree, k, v)
@@ -406,6 +427,13 @@ def expand(study: Study) -> None:
                 except PelabError as e:
                     where = ", ".join(f"{k}={v}" for k, v in point.items()) or "base settings"
                     raise PelabError(f"grid {g.name!r} ({where}): {e}") from None
+                seen, where = arm_seeds.setdefault(cfg.arm_id, (g.seeds, g.name))
+                if seen != g.seeds:
+                    raise PelabError(
+                        f"grid {g.name!r} seeds: an arm of it is also in grid {where!r}, which trains "
+                        f"{'the study’s' if seen is None else 'other'} seeds; an arm trains one list of seeds "
+                        "(change a setting of one grid so the arms differ, or give both the same seeds)"
+                    )
                 runs.setdefault(cfg.run_id, cfg)
                 membership.setdefault(cfg.run_id, [])
                 if g.name not in membership[cfg.run_id]:
@@ -415,17 +443,19 @@ def expand(study: Study) -> None:
     study.runs = list(runs.values())
     study.membership = membership
     study.tuned = tuned
+    study.fixed = {arm: list(seeds) for arm, (seeds, _) in arm_seeds.items() if seeds is not None}
 
 
 def with_seeds(study: Study, counts: dict[str, int]) -> Study:
     """A copy of ``study`` whose arms (``RunConfig.arm_id``) named in ``counts`` have that many seeds
-    (``seed_sequence``): a sequential round's runs. Arms not named keep the study's seeds."""
+    (``seed_sequence``): a sequential round's runs. Arms not named keep the study's seeds; arms of a grid with its
+    own seeds (``Study.fixed``) keep those, whatever ``counts`` says."""
     runs = {r.run_id: r for r in study.runs}
     membership = {k: list(v) for k, v in study.membership.items()}
     tuned = set(study.tuned)
     for cfg in study.runs:
         n = counts.get(cfg.arm_id, 0)
-        if cfg.seed != study.seeds[0] or n <= len(study.seeds):
+        if cfg.arm_id in study.fixed or cfg.seed != study.seeds[0] or n <= len(study.seeds):
             continue
         for seed in seed_sequence(study.seeds, n)[len(study.seeds) :]:
             new = cfg.model_copy(update={"seed": seed})

@@ -27,6 +27,17 @@ FULL = Path(__file__).parents[1] / "pelab" / "presets" / "full.toml"
 KEEP = ("## What this run says",)
 
 
+def own_seeds() -> str:
+    """"; grid 'X': its own 30 seeds (200–229), ..." for the preset's grids with their own seeds."""
+    from pelab.study.grid import load_study
+
+    grids = [g for g in load_study(FULL).grids if g.seeds]
+    return "".join(
+        f"; grid '{g.name}': its own {len(g.seeds)} seeds ({min(g.seeds)}–{max(g.seeds)}), read once without "
+        "interim looks" for g in grids
+    )
+
+
 def key_number(key: str, limit: int = 140) -> str:
     """A claim's key figure down to its number: up to the end of its interval and unit ("concat_split vs add
     (task=reverse, …): A − B +62.0 pp [+35.5 pp, +88.5 pp] accuracy"), without the level and rule prose the
@@ -104,7 +115,7 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
         provenance.append(
             f"| seeds | {len(design['seeds'])} per arm to start, {design['step']} more at a time to arms whose "
             f"comparisons of {', '.join(design['claims'])} were still open, at most {design['max_seeds']} "
-            f"({design['spending']} alpha spending; rounds: {len(seq.get('rounds', []))}) |"
+            f"({design['spending']} alpha spending; rounds: {len(seq.get('rounds', []))}){own_seeds()} |"
         )
     page = [
         "# What pelab finds at the full budget",

@@ -22,8 +22,8 @@ def test_group_seconds_is_the_fitted_formula_on_the_runs_size() -> None:
     per_layer = 2 * C * 3 * C + 2 * C * C + 2 * 2 * C * F + 2 * 2 * 10 * C
     flops_per_token = 2 * per_layer + 2 * C * 16  # two layers and the head over 16 symbols
     tokens = 300 * 32 * 10
-    c0, c_step, c_seed_step, c_tok, c_flop = estimate.CPU_FIT
-    per_seed = c_tok * tokens / 1e5 + c_flop * tokens * flops_per_token / 1e11
+    c0, c_step, c_seed_step, c_tok, c_flop, c_pair = estimate.CPU_FIT
+    per_seed = c_tok * tokens / 1e5 + c_flop * tokens * flops_per_token / 1e11 + c_pair * tokens * 10 / 1e7
     expect = c0 + 300 * (c_step + 5 * c_seed_step) + 5 * per_seed
     assert estimate.group_seconds(group) == pytest.approx(expect)
     assert estimate.run_seconds(group[0]) == pytest.approx(c0 + 300 * (c_step + c_seed_step) + per_seed)

@@ -1,14 +1,18 @@
 """How long a study will take, said before it starts, from each run's size alone.
 
-A run's seconds on one CPU core are modelled as start-up + steps x (a fixed per-step cost + a cost per
-training token + a cost per training FLOP), with the four constants fitted by least squares to the 189
-runs of the quick preset in a fresh-clone main job on a quiet 2-core machine of the kind pelab is developed
-on (AVX-512, PyTorch's CPU build; 2026-11-23): the fit is within 20% on every task of that study and
-exact in total (624 core-s). An earlier fit, to runs measured beside other work, was 45% high. Other
-machines differ; the estimate says so, and a GPU is much faster for the larger presets. Evaluation at the
-default budget (``eval_batches`` x ``eval_batch_size`` sequences per size) is folded into the per-run constant;
-sequences past it are added as forward passes (a third of a training token's cost), so a study that asks for a
-billion evaluation batches is told what that costs.
+A group of S stacked seeds on one CPU core is modelled as start-up + steps x (a cost per step + S x a cost per
+seed-step) + S x (a cost per training token + per training FLOP + per token-position pair), six constants fitted
+by non-negative least squares (``bench/fit_estimate.py``) on a quiet 2-core machine of the kind pelab is developed
+on (Intel Xeon with AVX-512, PyTorch's CPU build; 2026-11-26) to two sets given equal weight: the 52 groups of a
+fresh-clone quick main job, and 12 arm kinds of the full preset (decoders, segments, digits, language models,
+d=16-256) timed alone. The token-position term is attention's: its per-token cost grows with the sequence beyond
+its FLOPs. The fit is 4% high on quick's total (per task -20% to +28%) and 13% low on the full preset's kinds
+(per kind -35% to +5%; addition, a decoder on short sequences, the lowest: its per-step cost is not in its size).
+The fit it replaced, made on 2026-11-23 before the stacked path got faster, was 68% high on quick. Other machines differ; each study records
+this machine's pace against the fit, and the next study's estimate is scaled by it. A GPU is much faster for the
+larger presets. Evaluation at the default budget (``eval_batches`` x ``eval_batch_size`` sequences per size) is
+folded into the other constants; sequences past it are added as forward passes (a third of a training token's
+cost), so a study that asks for a billion evaluation batches is told what that costs.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from pelab.config import RunConfig
 from pelab.tasks import make_task
 
 #: Seconds of one stacked group of S seeds on one CPU core (``pelab.train.train_group``):
-#:     start-up + steps x (per-step + S x per-seed-step) + S x (per 1e5 training tokens + per 1e11 FLOPs),
+#:     start-up + steps x (per-step + S x per-seed-step)
+#:     + S x (per 1e5 training tokens + per 1e11 FLOPs + per 1e7 token-position pairs),
 #: constants in that order. A run alone is a group of one.
-CPU_FIT = (0.241, 1.858e-3, 0.0, 1.317, 3.175)
+CPU_FIT = (0.0, 0.0, 2.347e-3, 0.0, 3.419, 1.054)
 
 
 def group_seconds(group: Sequence[RunConfig]) -> float:
@@ -35,8 +40,8 @@ def group_seconds(group: Sequence[RunConfig]) -> float:
     seq = task.seq_len(task.n)
     tokens = cfg.train.steps * cfg.train.batch_size * seq
     flops = tokens * body_flops_per_token(cfg.model, seq)
-    c0, c_step, c_seed_step, c_tok, c_flop = CPU_FIT
-    per_seed = c_tok * tokens / 1e5 + c_flop * flops / 1e11 + eval_seconds(cfg)
+    c0, c_step, c_seed_step, c_tok, c_flop, c_pair = CPU_FIT
+    per_seed = c_tok * tokens / 1e5 + c_flop * flops / 1e11 + c_pair * tokens * seq / 1e7 + eval_seconds(cfg)
     return c0 + cfg.train.steps * (c_step + S * c_seed_step) + S * per_seed
 
 
@@ -56,12 +61,13 @@ def eval_seconds(cfg: RunConfig) -> float:
     extra = cfg.train.eval_batches * cfg.train.eval_batch_size - default.eval_batches * default.eval_batch_size
     if extra <= 0:
         return 0.0
-    *_, c_tok, c_flop = CPU_FIT
+    _, _, _, c_tok, c_flop, c_pair = CPU_FIT
     seconds = 0.0
     for n in [*task.eval_sizes(), task.n]:
         seq = task.seq_len(n)
         tokens = extra * seq
-        seconds += (c_tok * tokens / 1e5 + c_flop * tokens * body_flops_per_token(cfg.model, seq) / 1e11) / 3
+        flops = tokens * body_flops_per_token(cfg.model, seq)
+        seconds += (c_tok * tokens / 1e5 + c_flop * flops / 1e11 + c_pair * tokens * seq / 1e7) / 3
     return seconds
 
 

@@ -114,6 +114,10 @@ def test_the_expected_time_follows_this_machines_pace_once_it_has_one(tmp_path, 
     assert estimate.read_pace() == (100.0 + 100.0) / (50.0 + 100.0)
     line = expected_line(runs, "local", 2, "cpu")
     assert "at this machine's pace in its earlier studies (1.33x pelab's 2-core reference CPU)" in line
+    monkeypatch.setattr(estimate, "CPU_FIT", (*estimate.CPU_FIT[:-1], estimate.CPU_FIT[-1] * 2))
+    assert estimate.read_pace() is None  # a pace against another fit is not this fit's
+    estimate.record_pace(100.0, 300.0)
+    assert estimate.read_pace() == 3.0  # and a new fit's pace starts afresh
     (tmp_path / estimate.PACE_FILE).write_text("[1, 2")  # damaged: one line says so, and the fit is used
     assert estimate.read_pace() is None
 

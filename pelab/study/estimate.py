@@ -111,7 +111,8 @@ def machine_key() -> str:
 
 
 def read_pace() -> float | None:
-    """Measured wall over estimated seconds of the studies this machine kind finished, or None before its first."""
+    """Measured wall over estimated seconds of the studies this machine kind finished, or None before its first
+    (a pace recorded against an earlier ``CPU_FIT`` says nothing of this one)."""
     from pelab.files import cache_dir, read_json_cache
 
     def check(v: object) -> str | None:
@@ -119,6 +120,8 @@ def read_pace() -> float | None:
 
     table = read_json_cache(cache_dir() / PACE_FILE, check) or {}
     entry = table.get(machine_key())
+    if entry and entry.get("fit") != list(CPU_FIT):  # a pace against another fit would scale this one wrongly
+        return None
     try:
         ratio = float(entry["wall"]) / float(entry["estimated"]) if entry else None
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
@@ -141,11 +144,15 @@ def record_pace(estimated: float, wall: float) -> None:
     if not isinstance(table, dict):
         table = {}
     old = table.get(machine_key()) if isinstance(table.get(machine_key()), dict) else {}
+    if old.get("fit") != list(CPU_FIT):  # measured against another fit: this fit's pace starts afresh
+        old = {}
     try:
         before = (float(old.get("estimated", 0)) / 2, float(old.get("wall", 0)) / 2)
     except (TypeError, ValueError):
         before = (0.0, 0.0)
-    table[machine_key()] = {"estimated": round(before[0] + estimated, 1), "wall": round(before[1] + wall, 1)}
+    table[machine_key()] = {
+        "estimated": round(before[0] + estimated, 1), "wall": round(before[1] + wall, 1), "fit": list(CPU_FIT)
+    }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(table, indent=1))

@@ -29,12 +29,13 @@ KEEP = ("## What this run says",)
 
 def own_seeds() -> str:
     """"; grid 'X': its own 30 seeds (200–229), ..." for the preset's grids with their own seeds."""
+    from pelab.study.design import seed_span
     from pelab.study.grid import load_study
 
     grids = [g for g in load_study(FULL).grids if g.seeds]
     return "".join(
-        f"; grid '{g.name}': its own {len(g.seeds)} seeds ({min(g.seeds)}–{max(g.seeds)}), read once without "
-        "interim looks" for g in grids
+        f"; grid '{g.name}': its own {len(g.seeds)} seeds ({seed_span(g.seeds)}), read once without interim looks"
+        for g in grids
     )
 
 

@@ -82,12 +82,17 @@ def _runs_arm(study: Study) -> dict[str, str]:
     return {r.run_id: r.arm_id for r in study.runs}
 
 
+#: How an open comparison on a grid's own seeds is marked in the rounds' words: it takes no seeds, ever.
+OWN = " (its grid's own seeds: read as they stand)"
+
+
 def next_counts(
     rows: Sequence[tuple[str, Mapping[str, Any]]], study: Study, counts: Mapping[str, int]
 ) -> tuple[dict[str, int], list[str]]:
     """The next round's seed count of every arm that an open comparison reads, and those comparisons in words.
     An arm's count goes to the largest that its open comparisons ask for (their paired seeds + step, at most the
-    cap); an arm already there (another comparison took it further) gets nothing."""
+    cap); an arm already there (another comparison took it further) gets nothing. An open comparison of an arm on
+    its grid's own seeds (``Study.fixed``) is said (marked ``OWN``) and takes no seeds."""
     assert study.sequential is not None
     cap, step = study.sequential.max_seeds, study.sequential.step
     arm_of = _runs_arm(study)  # arms of grids with their own seeds (``Study.fixed``) never take seeds
@@ -99,7 +104,8 @@ def next_counts(
         for o in still_open([row], cap + 1, INCONCLUSIVE):  # at the cap too: said, though it takes no seeds
             want = min(cap, o.seeds + step)
             arms = {arm_of[r] for r in (*o.a.runs, *o.b.runs) if r in arm_of}
-            if arms & set(study.fixed):  # a grid's own seeds: a fixed count, outside the rounds
+            if arms & set(study.fixed):  # a grid's own seeds: a fixed count, outside the rounds; said, never grown
+                words.append(f"{claim} {o.a.label} vs {o.b.label} at {o.seeds} seeds{OWN}{_place(row)}")
                 continue
             for arm in arms:
                 if want > counts.get(arm, len(study.seeds)):
@@ -156,14 +162,16 @@ def run_sequential(
         history[-1]["open"] = words
         history[-1]["added"] = {names[a]: n - counts.get(a, len(study.seeds)) for a, n in target.items()}
         write_record(out, {"seeds": study.seeds, **seq.record()}, history)
+        which = f" of {', '.join(seq.claims)}" if seq.claims else ""
         if not words:
-            which = f" of {', '.join(seq.claims)}" if seq.claims else ""
-            fixed = " (those of a grid with its own seeds take none: they are read as they stand)" if study.fixed else ""
-            console.print(f"round {number}: every comparison{which} is decided{fixed}")
+            console.print(f"round {number}: every comparison{which} is decided")
             break
         console.print(f"round {number}: {len(words)} comparison(s) still open: " + escape("; ".join(words)))
         if not target:
-            console.print(f"round {number}: no open comparison can take more seeds (cap {seq.max_seeds})")
+            if all(OWN in w for w in words):
+                console.print(f"round {number}: every comparison{which} that rounds can grow is decided")
+            else:
+                console.print(f"round {number}: no open comparison can take more seeds (cap {seq.max_seeds})")
             outcome.still_open = words
             break
         more = "; ".join(f"{names[a]} +{n - counts.get(a, len(study.seeds))}" for a, n in target.items())
@@ -180,5 +188,7 @@ def _round_line(number: int, counts: Mapping[str, int], study: Study) -> str:
     for n in counts.values():
         spread[n] = spread.get(n, 0) + 1
     each = ", ".join(f"{k} seeds for {v} arm(s)" for k, v in sorted(spread.items()))
+    if study.fixed:  # counted among the arms above, but no round's doing
+        each += f" ({len(study.fixed)} of them on their grid's own seeds)"
     cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
     return f"[bold]round {number}[/] (sequential seeds, cap {cap}): {each}"

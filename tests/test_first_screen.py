@@ -335,11 +335,19 @@ def test_the_seeds_line_says_what_each_arm_got() -> None:
         SimpleNamespace(run_id=f"{arm}{s}", arm_id=arm, seed=s) for arm, n in (("a", 8), ("b", 5)) for s in range(n)
     ]
     frame = pd.DataFrame({"run_id": [r.run_id for r in runs], "status": ["done"] * len(runs)})
-    ctx = SimpleNamespace(frame=frame, study=SimpleNamespace(runs=runs, seeds=[0, 1, 2, 3, 4], sequential=object()))
+    study = SimpleNamespace(runs=runs, seeds=[0, 1, 2, 3, 4], sequential=object(), fixed={})
+    ctx = SimpleNamespace(frame=frame, study=study)
     assert seeds_line(ctx) == "seeds 0–7 (5 to 8 paired seeds per arm, sequential)"
     fixed = SimpleNamespace(frame=frame[frame.run_id.str.startswith("b")],
-                            study=SimpleNamespace(runs=runs[8:], seeds=[0, 1, 2, 3, 4], sequential=None))  # fmt: skip
+                            study=SimpleNamespace(runs=runs[8:], seeds=[0, 1, 2, 3, 4], sequential=None, fixed={}))  # fmt: skip
     assert seeds_line(fixed) == "seeds 0–4 (5 paired seeds per arm)"
+    # an arm on a grid's own seeds (200-229) is counted apart: the rounds' counts stay 5 to 8
+    own = [SimpleNamespace(run_id=f"c{s}", arm_id="c", seed=s) for s in range(200, 230)]
+    frame = pd.concat([frame, pd.DataFrame({"run_id": [r.run_id for r in own], "status": ["done"] * 30})])
+    study = SimpleNamespace(runs=runs + own, seeds=[0, 1, 2, 3, 4], sequential=object(), fixed={"c": list(range(200, 230))})
+    assert seeds_line(SimpleNamespace(frame=frame, study=study)) == (
+        "seeds 0–7, 200–229 (5 to 8 paired seeds per arm, sequential; 30 on a grid's own seeds)"
+    )
 
 
 def test_the_language_model_sentence_reads_from_the_nope_arm_and_beside_other_schemes() -> None:

@@ -298,6 +298,9 @@ def test_a_grid_with_its_own_seeds_trains_them_and_rounds_leave_it_alone() -> No
     assert seeds == {16: {0, 1, 2}, 24: {10, 11, 12}}
     fixed = {r.arm_id for r in study.runs if r.model.d == 24}
     assert set(study.fixed) == fixed and all(s == [10, 11, 12] for s in study.fixed.values())
+    overlapping = parse_study(own_seeds().replace("seeds = [10, 11, 12]", "seeds = [0, 1]"))
+    grown = with_seeds(overlapping, {r.arm_id: 5 for r in overlapping.runs})  # its first seed is the study's too
+    assert sorted(r.seed for r in grown.runs if r.arm_id in overlapping.fixed) == [0, 0, 1, 1]
     every = {r.arm_id: 5 for r in study.runs}  # even when a round names them, their seeds stay as listed
     grown = with_seeds(study, every)
     assert sorted(r.seed for r in grown.runs if r.arm_id in fixed) == [10, 10, 11, 11, 12, 12]
@@ -330,9 +333,13 @@ def test_an_arm_cannot_train_two_lists_of_seeds() -> None:
     its comparisons are read, would depend on the order of the grids."""
     with pytest.raises(PelabError) as e:
         parse_study(own_seeds().replace('set = { "model.d" = 24 }\n', ""))
-    assert "grid 'confirmatory' seeds: an arm of it is also in grid 'sequential', which trains the study’s seeds" in (
+    assert "grid 'confirmatory': an arm of it is also in grid 'sequential', which gives it the study's seeds" in (
         str(e.value)
     )
+    # the same seeds in another order are the same list: two grids may give one arm its own seeds
+    twice = own_seeds().replace('set = { "model.d" = 24 }\n', "").replace(
+        'name = "sequential"\n', 'name = "sequential"\nseeds = [12, 11, 10]\n')
+    assert {r.seed for r in parse_study(twice).runs} == {10, 11, 12}
 
 
 def planted_by_width(out: Path, only: Sequence[str] = ()) -> list[ClaimResult]:
@@ -358,8 +365,12 @@ def test_rounds_add_seeds_only_outside_a_grid_with_its_own_seeds(tmp_path: Path)
     assert outcome.seeds == {"reverse: add, d=16": 4, "reverse: concat_split, d=16": 4,
                              "reverse: add, d=24": 3, "reverse: concat_split, d=24": 3}  # fmt: skip
     text = console.export_text()
-    assert "round 1: 1 comparison(s) still open: C6 add vs concat_split at 3 seeds" in text
-    assert "round 2: every comparison is decided (those of a grid with its own seeds take none" in text
+    assert "round 1: 2 comparison(s) still open: C6 add vs concat_split at 3 seeds; " in text
+    assert "C6 add vs concat_split at 3 seeds (its grid's own seeds: read as they stand)" in text
+    assert "round 1 (sequential seeds, cap 5): 3 seeds for 4 arm(s) (2 of them on their grid's own seeds)" in text
+    assert "round 2: 1 comparison(s) still open: C6 add vs concat_split at 3 seeds (its grid's own" in text
+    assert "round 2: every comparison that rounds can grow is decided" in text
+    assert outcome.still_open == ["C6 add vs concat_split at 3 seeds (its grid's own seeds: read as they stand)"]
     trained = {(c["model"]["d"], c["seed"]) for c in map(json.loads, _configs(tmp_path / "out"))}
     assert trained == {(16, s) for s in range(4)} | {(24, s) for s in (10, 11, 12)}
 

@@ -232,30 +232,32 @@ def scale(ctx: ReportContext) -> str:
 
 def seeds_line(ctx: ReportContext) -> str:
     """ "seeds 0–7 (5 to 8 paired seeds per arm, sequential)": the report's subtitle and method line."""
+    from pelab.study.design import seed_span
+
     seeds, per_arm, how = seeds_used(ctx)
-    runs: list[list[int]] = []
-    for s in seeds:
-        if runs and s == runs[-1][-1] + 1:
-            runs[-1].append(s)
-        else:
-            runs.append([s])
-    listed = ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
-    return f"seeds {listed} ({per_arm} per arm{f', {how}' if how else ''})"
+    return f"seeds {seed_span(seeds)} ({per_arm} per arm{f', {how}' if how else ''})"
 
 
 def seeds_used(ctx: ReportContext) -> tuple[list[int], str, str]:
     """The seeds the finished runs used, how many each arm got in words ("5 paired seeds", "5 to 8 paired seeds"),
-    and "sequential" where a sequential study gave arms different counts: its listed seeds are where it starts."""
+    and "sequential" where a sequential study gave arms different counts: its listed seeds are where it starts.
+    Arms of a grid with its own seeds (``Study.fixed``) are counted apart ("30 on a grid's own seeds"): their count
+    is no round's doing, and they pair with no other grid's arms."""
     done = set(ctx.frame[ctx.frame.status == "done"].run_id)
     by_arm: dict[str, set[int]] = {}
     for run in ctx.study.runs:
         if run.run_id in done:
             by_arm.setdefault(run.arm_id, set()).add(run.seed)
     seeds = sorted(set().union(*by_arm.values())) if by_arm else list(ctx.study.seeds)
-    counts = sorted({len(s) for s in by_arm.values()}) or [len(ctx.study.seeds)]
+    own = sorted({len(s) for a, s in by_arm.items() if a in ctx.study.fixed})
+    counts = sorted({len(s) for a, s in by_arm.items() if a not in ctx.study.fixed}) or own or [len(ctx.study.seeds)]
+    mixed = own and any(a not in ctx.study.fixed for a in by_arm)
+    apart = [f"{' or '.join(map(str, own))} on a grid's own seeds"] if mixed else []
     if counts[0] == counts[-1]:
-        return seeds, f"{counts[0]} paired seeds", ""
-    return seeds, f"{counts[0]} to {counts[-1]} paired seeds", "sequential" if ctx.study.sequential else ""
+        return seeds, f"{counts[0]} paired seeds", "; ".join(apart)
+    return seeds, f"{counts[0]} to {counts[-1]} paired seeds", "; ".join(
+        (["sequential"] if ctx.study.sequential else []) + apart
+    )
 
 
 def claims_markdown() -> str:

@@ -155,6 +155,8 @@ def seeds_text(study: Study, design: Design) -> str:
     names = arm_names(study)
     each = "; ".join(f"{names[a]} {n}" for a, n in got.items())
     seq = study.sequential
+    if not got:  # every arm on its grid's own seeds: no round grew any
+        return fixed_text(study).removeprefix("; ")
     return (
         f"started at {len(study.seeds)} seeds per arm, {seq.step} more per round to the arms of comparisons still "
         f"open{_of_claims(seq.claims)}, at most {seq.max_seeds}; {design.rounds} round(s); seeds each arm got: {each}"
@@ -168,13 +170,19 @@ def fixed_text(study: Study) -> str:
     if not study.fixed:
         return ""
     names = arm_names(study)
-
-    def listed(seeds: list[int]) -> str:
-        run = sorted(seeds) == list(range(min(seeds), max(seeds) + 1))
-        return f"{min(seeds)}–{max(seeds)}" if run and len(seeds) > 2 else ", ".join(map(str, seeds))
-
-    each = "; ".join(f"{names[a]} {len(s)} (seeds {listed(s)})" for a, s in study.fixed.items())
+    each = "; ".join(f"{names[a]} {len(s)} (seeds {seed_span(s)})" for a, s in study.fixed.items())
     return f"; fixed seeds, read without interim looks: {each}"
+
+
+def seed_span(seeds: Sequence[int]) -> str:
+    """ "200–229" for consecutive seeds, "0, 2, 7–9" otherwise."""
+    runs: list[list[int]] = []
+    for s in sorted(seeds):
+        if runs and s == runs[-1][-1] + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
 def _of_claims(claims: Sequence[str]) -> str:

@@ -5,7 +5,7 @@ seed-step) + S x (a cost per training token + per training FLOP + per token-posi
 by non-negative least squares (``bench/fit_estimate.py``) on a quiet 2-core machine of the kind pelab is developed
 on (Intel Xeon with AVX-512, PyTorch's CPU build; 2026-11-26) to two sets given equal weight: the 52 groups of a
 fresh-clone quick main job, and 12 arm kinds of the full preset (decoders, segments, digits, language models,
-d=16-256) timed alone. The token-position term is attention's: its per-token cost grows with the sequence beyond
+d=32-256) timed alone. The token-position term is attention's: its per-token cost grows with the sequence beyond
 its FLOPs. The fit is 4% high on quick's total (per task -20% to +28%) and 13% low on the full preset's kinds
 (per kind -35% to +5%; addition, a decoder on short sequences, the lowest: its per-step cost is not in its size).
 The fit it replaced, made on 2026-11-23 before the stacked path got faster, was 68% high on quick. Other machines differ; each study records

@@ -428,11 +428,12 @@ def expand(study: Study) -> None:
                     where = ", ".join(f"{k}={v}" for k, v in point.items()) or "base settings"
                     raise PelabError(f"grid {g.name!r} ({where}): {e}") from None
                 seen, where = arm_seeds.setdefault(cfg.arm_id, (g.seeds, g.name))
-                if seen != g.seeds:
+                if (seen is None) != (g.seeds is None) or set(seen or ()) != set(g.seeds or ()):
+                    theirs = "the study's seeds" if seen is None else f"its own seeds {seen}"
                     raise PelabError(
-                        f"grid {g.name!r} seeds: an arm of it is also in grid {where!r}, which trains "
-                        f"{'the study’s' if seen is None else 'other'} seeds; an arm trains one list of seeds "
-                        "(change a setting of one grid so the arms differ, or give both the same seeds)"
+                        f"grid {g.name!r}: an arm of it is also in grid {where!r}, which gives it {theirs}; an arm "
+                        "trains one list of seeds (change a setting of one grid so the arms differ, or give both "
+                        "the same seeds)"
                     )
                 runs.setdefault(cfg.run_id, cfg)
                 membership.setdefault(cfg.run_id, [])

@@ -30,7 +30,7 @@ from pelab.rules import (
     difference_text,
     family,
 )
-from pelab.study.stats import t_interval
+from pelab.study.stats import setting_labels, t_interval, telling_keys
 
 ARM = ["model.position.scheme", "model.combine"]
 WHERE = ["task.name", "model.position.scheme", "model.d"]
@@ -97,6 +97,9 @@ def chance(frame: pd.DataFrame) -> float | None:
 def arm_figure(ctx: ReportContext, frame: pd.DataFrame, task: str, name: str, title: str) -> Figure:
     sub = fold_rank(frame[frame["task.name"] == task])
     keys = ARM + (["model.d"] if sub["model.d"].nunique() > 1 else [])
+    if extra := telling_keys(sub, keys):  # arms these keys would pool get what sets them apart in their label
+        sub = sub.assign(setting=setting_labels(sub, extra))
+        keys = [*keys, "setting"]
     arms = arms_table(sub, keys, "acc")
     path = arms_plot(
         ctx.figures / f"{name}-{task}.png", arms, title, xlabel="accuracy", chance=chance(sub), floor=ctx.floor

@@ -47,7 +47,7 @@ def print_result(console: Console, cfg: RunConfig, r: RunResult) -> None:
 def results_table(
     console: Console, out: Path, by: list[str] | None = None, csv: Path | None = None, metric: str | None = None
 ) -> None:
-    from pelab.study.stats import runs_frame, summarize
+    from pelab.study.stats import runs_frame, summarize, telling_keys
     from pelab.study.store import Store
 
     with Store(out, create=False) as store:
@@ -62,6 +62,8 @@ def results_table(
         study = load_design(out, study)[0]  # a sequential study: with the seeds its rounds added
         frame = frame[frame.run_id.isin({r.run_id for r in study.runs})]
     keys = by or (study.axes if study is not None else []) or ["task.name"]
+    if not by:  # the study's axes, and any setting that tells apart arms they would pool
+        keys = [*keys, *telling_keys(frame, keys)]
     for k in keys:
         if k not in frame.columns:
             allowed = sorted(c for c in frame.columns if "." in c and not c.startswith("m."))

@@ -43,7 +43,9 @@ class ArmStats:
 
 
 def _label(axes: list[str], values: tuple) -> str:
-    return " + ".join(str(v) for v in values) if len(axes) > 1 else str(values[0])
+    """ "learned + add + 16", or "learned + add + 16 + vocab=32, steps=800" where a setting sets the arm apart (an
+    empty setting, the most common one, is left out)."""
+    return " + ".join(str(v) for v in values if str(v) != "") if len(axes) > 1 else str(values[0])
 
 
 def arm_stats(rows: pd.DataFrame, label: str, metric: str) -> ArmStats:

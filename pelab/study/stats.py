@@ -86,6 +86,44 @@ def runs_frame(rows: list[dict[str, Any]], floor: float | None = None) -> pd.Dat
     return pd.DataFrame.from_records(records)
 
 
+def telling_keys(frame: pd.DataFrame, keys: list[str]) -> list[str]:
+    """The run settings (``task.*``, ``model.*``, ``train.*`` columns, seed aside) that differ among runs which
+    ``keys`` alone would pool: grouping by ``keys`` plus these gives one group per arm, so no table row or figure
+    bar averages two arms' seeds (the full preset's lookup at vocab 16 for 600 steps and at vocab 32 for 800 both
+    read "learned + add + 16"). Model settings a task decides follow from the task's and are left out."""
+    from pelab.config import TASK_DECIDES
+
+    if frame.empty or not keys:
+        return []
+    settings = [
+        c for c in frame.columns
+        if c.split(".")[0] in ("task", "model", "train") and c not in keys
+        and not (c.startswith("model.") and c.removeprefix("model.") in TASK_DECIDES)
+    ]  # fmt: skip
+    groups = frame.groupby(keys, sort=False, dropna=False)
+    return [c for c in settings if (groups[c].nunique(dropna=False) > 1).any()]
+
+
+def setting_labels(frame: pd.DataFrame, settings: list[str]) -> pd.Series:
+    """Each run's values of ``settings`` where they differ from the most common ("length=12, steps=600"), "" where
+    none does: a label that names only what sets an arm apart."""
+    common = {c: frame[c].mode(dropna=False).iloc[0] for c in settings}
+
+    def label(row: pd.Series) -> str:
+        differ = [c for c in settings if not _same(row[c], common[c])]
+        return ", ".join(f"{c.rsplit('.', 1)[-1]}={_plain(row[c])}" for c in differ)
+
+    return frame.apply(label, axis=1) if len(frame) else pd.Series([], dtype=str)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return (pd.isna(a) and pd.isna(b)) if not isinstance(a, str) and pd.isna(a) else a == b
+
+
+def _plain(v: Any) -> str:
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
 def summarize(frame: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataFrame:
     """Per arm: seeds done, and for each metric the mean and its 95% interval; size beside it."""
     out = []

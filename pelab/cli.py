@@ -706,8 +706,10 @@ def main() -> None:
 
 
 def _main() -> int:
-    import sqlite3
-
+    try:  # a Ctrl-C this early (CI caught one inside this import) is still one line, not a traceback
+        import sqlite3
+    except KeyboardInterrupt:
+        return 130
     try:
         rc = app(standalone_mode=False)
     except PelabError as e:

@@ -101,7 +101,8 @@ def next_counts(
     for claim, row in rows:
         if not study.sequential.buys_seeds(claim):
             continue
-        for o in still_open([row], cap + 1, INCONCLUSIVE):  # at the cap too: said, though it takes no seeds
+        past = max(cap, int(row.get("seeds", 0))) + 1  # a grid's own seeds may number more than the cap
+        for o in still_open([row], past, INCONCLUSIVE):  # at the cap too: said, though it takes no seeds
             want = min(cap, o.seeds + step)
             arms = {arm_of[r] for r in (*o.a.runs, *o.b.runs) if r in arm_of}
             if arms & set(study.fixed):  # a grid's own seeds: a fixed count, outside the rounds; said, never grown

@@ -280,13 +280,13 @@ axes = { "model.combine" = ["add", "concat_split"] }
 [[grid]]
 name = "confirmatory"
 set = { "model.d" = 24 }
-seeds = [10, 11, 12]
+seeds = [10, 11, 12, 13, 14, 15]
 axes = { "model.combine" = ["add", "concat_split"] }
 """
 
 
 def own_seeds() -> str:
-    """``tiny`` with a second pair of arms (d=24) on a grid with its own seeds."""
+    """``tiny`` with a second pair of arms (d=24) on a grid with its own seeds, more of them than the cap (5)."""
     return tiny().split("[axes]")[0] + OWN + "[report]\nfloor = 0.1\n[sequential]\nmax_seeds = 5\nstep = 1\n"
 
 
@@ -295,22 +295,22 @@ def test_a_grid_with_its_own_seeds_trains_them_and_rounds_leave_it_alone() -> No
     seeds: dict[int, set[int]] = {}
     for r in study.runs:
         seeds.setdefault(r.model.d, set()).add(r.seed)
-    assert seeds == {16: {0, 1, 2}, 24: {10, 11, 12}}
+    assert seeds == {16: {0, 1, 2}, 24: set(range(10, 16))}
     fixed = {r.arm_id for r in study.runs if r.model.d == 24}
-    assert set(study.fixed) == fixed and all(s == [10, 11, 12] for s in study.fixed.values())
-    overlapping = parse_study(own_seeds().replace("seeds = [10, 11, 12]", "seeds = [0, 1]"))
+    assert set(study.fixed) == fixed and all(s == list(range(10, 16)) for s in study.fixed.values())
+    overlapping = parse_study(own_seeds().replace("seeds = [10, 11, 12, 13, 14, 15]", "seeds = [0, 1]"))
     grown = with_seeds(overlapping, {r.arm_id: 5 for r in overlapping.runs})  # its first seed is the study's too
     assert sorted(r.seed for r in grown.runs if r.arm_id in overlapping.fixed) == [0, 0, 1, 1]
     every = {r.arm_id: 5 for r in study.runs}  # even when a round names them, their seeds stay as listed
     grown = with_seeds(study, every)
-    assert sorted(r.seed for r in grown.runs if r.arm_id in fixed) == [10, 10, 11, 11, 12, 12]
+    assert sorted(r.seed for r in grown.runs if r.arm_id in fixed) == sorted(2 * list(range(10, 16)))
     assert len([r for r in grown.runs if r.arm_id not in fixed]) == 10
     full, design = design_of(study, [{a: 3 for a in every}, every])
     assert all(r.run_id not in design.runs for r in full.runs if r.arm_id in fixed)  # outside the design
     a, b = ([r.run_id for r in full.runs if r.arm_id in fixed and r.model.combine == c] for c in ("add", "concat_split"))
     assert design.looks(a, b) is None  # read without interim looks, at the plain level
     assert "fixed seeds, read without interim looks: " in seeds_text(full, design)
-    assert "reverse: add, d=24 3 (seeds 10–12)" in seeds_text(full, design)
+    assert "reverse: add, d=24 6 (seeds 10–15)" in seeds_text(full, design)
 
 
 @pytest.mark.parametrize(
@@ -324,7 +324,7 @@ def test_a_grid_with_its_own_seeds_trains_them_and_rounds_leave_it_alone() -> No
 )
 def test_a_bad_grid_seed_list_fails_in_one_line_naming_the_grid(seeds: str, needle: str) -> None:
     with pytest.raises(PelabError) as e:
-        parse_study(own_seeds().replace("seeds = [10, 11, 12]", f"seeds = {seeds}"))
+        parse_study(own_seeds().replace("seeds = [10, 11, 12, 13, 14, 15]", f"seeds = {seeds}"))
     assert needle in str(e.value) and "\n" not in str(e.value)
 
 
@@ -338,8 +338,8 @@ def test_an_arm_cannot_train_two_lists_of_seeds() -> None:
     )
     # the same seeds in another order are the same list: two grids may give one arm its own seeds
     twice = own_seeds().replace('set = { "model.d" = 24 }\n', "").replace(
-        'name = "sequential"\n', 'name = "sequential"\nseeds = [12, 11, 10]\n')
-    assert {r.seed for r in parse_study(twice).runs} == {10, 11, 12}
+        'name = "sequential"\n', 'name = "sequential"\nseeds = [15, 14, 13, 12, 11, 10]\n')
+    assert {r.seed for r in parse_study(twice).runs} == set(range(10, 16))
 
 
 def planted_by_width(out: Path, only: Sequence[str] = ()) -> list[ClaimResult]:
@@ -363,16 +363,16 @@ def test_rounds_add_seeds_only_outside_a_grid_with_its_own_seeds(tmp_path: Path)
     console = Console(record=True, width=250)
     outcome = run_sequential(study, tmp_path / "out", console=console, decide=planted_by_width, workers=1)
     assert outcome.seeds == {"reverse: add, d=16": 4, "reverse: concat_split, d=16": 4,
-                             "reverse: add, d=24": 3, "reverse: concat_split, d=24": 3}  # fmt: skip
+                             "reverse: add, d=24": 6, "reverse: concat_split, d=24": 6}  # fmt: skip
     text = console.export_text()
     assert "round 1: 2 comparison(s) still open: C6 add vs concat_split at 3 seeds; " in text
-    assert "C6 add vs concat_split at 3 seeds (its grid's own seeds: read as they stand)" in text
-    assert "round 1 (sequential seeds, cap 5): 3 seeds for 4 arm(s) (2 of them on their grid's own seeds)" in text
-    assert "round 2: 1 comparison(s) still open: C6 add vs concat_split at 3 seeds (its grid's own" in text
+    assert "C6 add vs concat_split at 6 seeds (its grid's own seeds: read as they stand)" in text  # past the cap
+    assert "round 1 (sequential seeds, cap 5): 3 seeds for 2 arm(s), 6 seeds for 2 arm(s) (2 of them on their " in text
+    assert "round 2: 1 comparison(s) still open: C6 add vs concat_split at 6 seeds (its grid's own" in text
     assert "round 2: every comparison that rounds can grow is decided" in text
-    assert outcome.still_open == ["C6 add vs concat_split at 3 seeds (its grid's own seeds: read as they stand)"]
+    assert outcome.still_open == ["C6 add vs concat_split at 6 seeds (its grid's own seeds: read as they stand)"]
     trained = {(c["model"]["d"], c["seed"]) for c in map(json.loads, _configs(tmp_path / "out"))}
-    assert trained == {(16, s) for s in range(4)} | {(24, s) for s in (10, 11, 12)}
+    assert trained == {(16, s) for s in range(4)} | {(24, s) for s in range(10, 16)}
 
 
 def _configs(out: Path) -> list[str]:

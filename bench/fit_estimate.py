@@ -26,22 +26,12 @@ import numpy as np
 from scipy.optimize import nnls
 
 from pelab.config import RunConfig
-from pelab.model import body_flops_per_token
-from pelab.study.estimate import CPU_FIT, eval_seconds
-from pelab.tasks import make_task
+from pelab.study.estimate import CPU_FIT, eval_seconds, fit_terms
 
 #: (task, width) of the full preset's arm kinds timed by ``--time-full``: the first arm of each with add (or no
 #: combiner), so decoders, segments, 2-D inputs, language models and widths 32-256 all enter the fit.
 FULL_KINDS = (("addition", 64), ("same", 32), ("recall", 32), ("lookup", 32), ("sort", 64), ("mlm", 64),
               ("digits", 32), ("dsort", 32), ("copy", 32), ("sort", 256), ("cell2d", 32), ("charlm", 64))  # fmt: skip
-
-
-def features(cfg: RunConfig, S: int) -> list[float]:
-    task = make_task(cfg.task)
-    seq = task.seq_len(task.n)
-    tokens = cfg.train.steps * cfg.train.batch_size * seq
-    flops = tokens * body_flops_per_token(cfg.model, seq)
-    return [1.0, cfg.train.steps, cfg.train.steps * S, S * tokens / 1e5, S * flops / 1e11, S * tokens * seq / 1e7]
 
 
 def stored_groups(folder: Path) -> list[tuple[RunConfig, int, float]]:
@@ -92,7 +82,7 @@ def main() -> None:
     X, y, w, label = [], [], [], []
     for name, groups in sets.items():
         for cfg, S, seconds in groups:
-            X.append(features(cfg, S))
+            X.append(fit_terms(cfg, S))
             y.append(seconds - S * eval_seconds(cfg))
             w.append(1 / np.sqrt(len(groups)))  # each set the same total weight
             label.append((name, cfg.task.name))

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-INTERRUPTED = "pelab: interrupted (a study resumes where it stopped: run the same command again)"
+from pelab import INTERRUPTED
 
 try:  # Ctrl-C while the command's libraries load (its first half second): the same one line, no traceback
     import typer

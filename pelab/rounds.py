@@ -95,7 +95,8 @@ def next_counts(
     its grid's own seeds (``Study.fixed``) is said (marked ``OWN``) and takes no seeds."""
     assert study.sequential is not None
     cap, step = study.sequential.max_seeds, study.sequential.step
-    arm_of = _runs_arm(study)  # arms of grids with their own seeds (``Study.fixed``) never take seeds
+    arm_of = _runs_arm(study)
+    fixed = set(study.fixed)  # arms of grids with their own seeds never take seeds
     target: dict[str, int] = {}
     words = []
     for claim, row in rows:
@@ -105,7 +106,7 @@ def next_counts(
         for o in still_open([row], past, INCONCLUSIVE):  # at the cap too: said, though it takes no seeds
             want = min(cap, o.seeds + step)
             arms = {arm_of[r] for r in (*o.a.runs, *o.b.runs) if r in arm_of}
-            if arms & set(study.fixed):  # a grid's own seeds: a fixed count, outside the rounds; said, never grown
+            if arms & fixed:  # a grid's own seeds: a fixed count, outside the rounds; said, never grown
                 words.append(f"{claim} {o.a.label} vs {o.b.label} at {o.seeds} seeds{OWN}{_place(row)}")
                 continue
             for arm in arms:

@@ -316,7 +316,7 @@ def test_a_grid_with_its_own_seeds_trains_them_and_rounds_leave_it_alone() -> No
 @pytest.mark.parametrize(
     ("seeds", "needle"),
     [
-        ("[3]", "grid 'confirmatory' seeds: a grid's own seeds need at least 2"),
+        ("[3]", "grid 'confirmatory' seeds: needs at least 2 seeds, for an interval"),
         ("[3, 3]", "grid 'confirmatory' seeds: a seed is listed twice"),
         ("[-1, 2]", "grid 'confirmatory' seeds: must be a non-empty list of integers"),
         ("'all'", "grid 'confirmatory' seeds: must be a non-empty list of integers"),

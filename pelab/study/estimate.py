@@ -31,18 +31,26 @@ from pelab.tasks import make_task
 CPU_FIT = (0.0, 0.0, 2.347e-3, 0.0, 3.419, 1.054)
 
 
-def group_seconds(group: Sequence[RunConfig]) -> float:
-    """Estimated seconds of one group (one arm's seeds, stacked) on one CPU core."""
-    from pelab.model import body_flops_per_token
-
-    cfg, S = group[0], len(group)
+def fit_terms(cfg: RunConfig, S: int) -> list[float]:
+    """What ``CPU_FIT``'s six constants multiply, for a group of ``S`` seeds of ``cfg``: the one place the model
+    is written, read by the estimate and by its fit (``bench/fit_estimate.py``)."""
     task = make_task(cfg.task)
     seq = task.seq_len(task.n)
     tokens = cfg.train.steps * cfg.train.batch_size * seq
-    flops = tokens * body_flops_per_token(cfg.model, seq)
-    c0, c_step, c_seed_step, c_tok, c_flop, c_pair = CPU_FIT
-    per_seed = c_tok * tokens / 1e5 + c_flop * flops / 1e11 + c_pair * tokens * seq / 1e7 + eval_seconds(cfg)
-    return c0 + cfg.train.steps * (c_step + S * c_seed_step) + S * per_seed
+    return [1.0, cfg.train.steps, cfg.train.steps * S, *(S * x for x in _token_terms(cfg, tokens, seq))]
+
+
+def _token_terms(cfg: RunConfig, tokens: int, seq: int) -> tuple[float, float, float]:
+    """Training tokens (per 1e5), their FLOPs (per 1e11) and token-position pairs (per 1e7), at length ``seq``."""
+    from pelab.model import body_flops_per_token
+
+    return tokens / 1e5, tokens * body_flops_per_token(cfg.model, seq) / 1e11, tokens * seq / 1e7
+
+
+def group_seconds(group: Sequence[RunConfig]) -> float:
+    """Estimated seconds of one group (one arm's seeds, stacked) on one CPU core."""
+    cfg, S = group[0], len(group)
+    return sum(c * x for c, x in zip(CPU_FIT, fit_terms(cfg, S), strict=True)) + S * eval_seconds(cfg)
 
 
 def run_seconds(cfg: RunConfig) -> float:
@@ -51,23 +59,21 @@ def run_seconds(cfg: RunConfig) -> float:
 
 
 def eval_seconds(cfg: RunConfig) -> float:
-    """Seconds of evaluation past the default budget the fit includes: forward passes only, at each evaluated
-    size and once more for validation."""
+    """Seconds of evaluation past the default budget the fit includes: forward passes only (a third of a training
+    token's cost), at each evaluated size and once more for validation."""
     from pelab.config import TrainConfig
-    from pelab.model import body_flops_per_token
 
     task = make_task(cfg.task)
     default = TrainConfig()
     extra = cfg.train.eval_batches * cfg.train.eval_batch_size - default.eval_batches * default.eval_batch_size
     if extra <= 0:
         return 0.0
-    _, _, _, c_tok, c_flop, c_pair = CPU_FIT
+    per_token = CPU_FIT[3:]
     seconds = 0.0
     for n in [*task.eval_sizes(), task.n]:
         seq = task.seq_len(n)
-        tokens = extra * seq
-        flops = tokens * body_flops_per_token(cfg.model, seq)
-        seconds += (c_tok * tokens / 1e5 + c_flop * flops / 1e11 + c_pair * tokens * seq / 1e7) / 3
+        terms = _token_terms(cfg, extra * seq, seq)
+        seconds += sum(c * x for c, x in zip(per_token, terms, strict=True)) / 3
     return seconds
 
 

@@ -134,8 +134,8 @@ def seed_sequence(seeds: list[int], n: int) -> list[int]:
     return list(seeds[:n]) + [max(seeds) + 1 + i for i in range(max(extra, 0))]
 
 
-def _seeds(key: str, seeds: Any) -> list[int]:
-    """A list of seeds (the study's or a grid's own), checked."""
+def _seeds(key: str, seeds: Any, least: int = 1) -> list[int]:
+    """A list of seeds (the study's or a grid's own), checked; ``least``: how many it needs."""
     if (
         not isinstance(seeds, list)
         or not seeds
@@ -144,6 +144,8 @@ def _seeds(key: str, seeds: Any) -> list[int]:
         raise PelabError(f"{key}: must be a non-empty list of integers in 0..{MAX_SEED} (got {seeds!r})")
     if len(set(seeds)) != len(seeds):
         raise PelabError(f"{key}: a seed is listed twice (got {seeds!r})")
+    if len(seeds) < least:
+        raise PelabError(f"{key}: needs at least {least} seeds, for an interval (got {seeds!r})")
     return list(seeds)
 
 
@@ -365,9 +367,7 @@ def parse_study(text: str, source: str = "") -> Study:
         for k, v in axes.items():
             if not isinstance(v, list) or not v:
                 raise PelabError(f"axes: {k!r} must be a non-empty list of values (got {v!r})")
-        own = _seeds(f"grid {name!r} seeds", g["seeds"]) if "seeds" in g else None
-        if own is not None and len(own) < 2:
-            raise PelabError(f"grid {name!r} seeds: a grid's own seeds need at least 2, for an interval (got {own!r})")
+        own = _seeds(f"grid {name!r} seeds", g["seeds"], least=2) if "seeds" in g else None
         grids.append(Grid(name, dict(fixed), {k: list(v) for k, v in axes.items()}, own))
     report = raw.get("report", {})
     if not isinstance(report, dict):
@@ -402,7 +402,7 @@ def expand(study: Study) -> None:
     runs: dict[str, RunConfig] = {}
     membership: dict[str, list[str]] = {}
     tuned: set[str] = set()
-    arm_seeds: dict[str, tuple[list[int] | None, str]] = {}  # arm -> (its grid's own seeds or None, that grid)
+    arm_seeds: dict[str, tuple[Grid, frozenset[int] | None]] = {}  # arm -> its first grid, that grid's own seeds
     for g in study.grids:
         keys = list(g.axes)
         if "train.lr" in g.axes and any(isinstance(v, list) for v in g.axes["train.lr"]):
@@ -427,12 +427,13 @@ def expand(study: Study) -> None:
                 except PelabError as e:
                     where = ", ".join(f"{k}={v}" for k, v in point.items()) or "base settings"
                     raise PelabError(f"grid {g.name!r} ({where}): {e}") from None
-                seen, where = arm_seeds.setdefault(cfg.arm_id, (g.seeds, g.name))
-                if (seen is None) != (g.seeds is None) or set(seen or ()) != set(g.seeds or ()):
-                    theirs = "the study's seeds" if seen is None else f"its own seeds {seen}"
+                own = None if g.seeds is None else frozenset(g.seeds)
+                first, seen = arm_seeds.setdefault(cfg.arm_id, (g, own))
+                if seen != own:
+                    theirs = "the study's seeds" if first.seeds is None else f"its own seeds {first.seeds}"
                     raise PelabError(
-                        f"grid {g.name!r}: an arm of it is also in grid {where!r}, which gives it {theirs}; an arm "
-                        "trains one list of seeds (change a setting of one grid so the arms differ, or give both "
+                        f"grid {g.name!r}: an arm of it is also in grid {first.name!r}, which gives it {theirs}; an "
+                        "arm trains one list of seeds (change a setting of one grid so the arms differ, or give both "
                         "the same seeds)"
                     )
                 runs.setdefault(cfg.run_id, cfg)
@@ -444,7 +445,7 @@ def expand(study: Study) -> None:
     study.runs = list(runs.values())
     study.membership = membership
     study.tuned = tuned
-    study.fixed = {arm: list(seeds) for arm, (seeds, _) in arm_seeds.items() if seeds is not None}
+    study.fixed = {arm: list(g.seeds) for arm, (g, _) in arm_seeds.items() if g.seeds is not None}
 
 
 def with_seeds(study: Study, counts: dict[str, int]) -> Study:

@@ -117,7 +117,7 @@ def setting_labels(frame: pd.DataFrame, settings: list[str]) -> pd.Series:
 
 
 def _same(a: Any, b: Any) -> bool:
-    return (pd.isna(a) and pd.isna(b)) if not isinstance(a, str) and pd.isna(a) else a == b
+    return bool(a == b or (pd.isna(a) and pd.isna(b)))
 
 
 def _plain(v: Any) -> str:

@@ -7,6 +7,7 @@ import pytest
 from pelab.config import RunConfig
 from pelab.study import estimate
 from pelab.study.grid import load_study
+from pelab.study.groups import study_seconds
 
 
 def _cfg(seed: int = 0) -> RunConfig:
@@ -40,16 +41,16 @@ def test_spread_puts_longest_jobs_first() -> None:
 def test_study_seconds_estimates_the_groups_the_driver_makes() -> None:
     runs = [_cfg(s) for s in range(5)]
     one = estimate.group_seconds(runs)
-    assert estimate.study_seconds(runs, workers=1) == pytest.approx(one)
+    assert study_seconds(runs, workers=1) == pytest.approx(one)
     halves = estimate.spread([estimate.group_seconds(runs[:3]), estimate.group_seconds(runs[3:])], 2)
-    assert estimate.study_seconds(runs, workers=2) == pytest.approx(halves)
+    assert study_seconds(runs, workers=2) == pytest.approx(halves)
 
 
 def test_the_quick_preset_is_estimated_within_its_ten_minutes() -> None:
     from pelab.cli import preset_path
 
     study = load_study(preset_path("quick"))
-    assert 60 < estimate.study_seconds(study.runs, workers=2) < 9 * 60
+    assert 60 < study_seconds(study.runs, workers=2) < 9 * 60
 
 
 def test_describe() -> None:

@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pelab.cli as cli_module
+import pelab.cli.report as cli_report
 from pelab.config import ModelConfig, PositionConfig, TaskConfig, TrainConfig
 from pelab.records import RunResult
 from pelab.study.grid import SEQUENTIAL_KEYS, TOP_KEYS, settable_keys
@@ -240,8 +241,8 @@ def stubs() -> Any:
         (train, "train_run", lambda cfg, **kw: RunResult(run_id=cfg.run_id, status="done")),
         (analysis, "run_analyses", lambda *a, **kw: {}),
         (sizes, "combiner_sizes", lambda *a, **kw: []),
-        (cli_module, "_report", report),
-        (cli_module, "_results_table", lambda out, **kw: None),
+        (cli_report, "_report", report),
+        (cli_report, "_results_table", lambda out, **kw: None),
     ]
     originals = [(m, name, getattr(m, name)) for m, name, _ in saved]
     for m, name, new in saved:

@@ -333,7 +333,7 @@ def test_leftover_temp_files_are_removed_when_a_study_starts(tmp_path: Path) -> 
 
 
 def test_the_lock_covers_the_report_phase(tmp_path: Path, capsys, monkeypatch) -> None:
-    import pelab.cli as cli_module
+    import pelab.cli.report as cli_module
 
     (tmp_path / "s.toml").write_text(TINY)
     out = tmp_path / "o"
@@ -404,7 +404,7 @@ def test_a_full_disk_while_storing_a_run_is_one_line(tmp_path: Path, monkeypatch
 def test_study_without_a_report_prints_a_table_only_when_it_is_short(capsys, monkeypatch, tmp_path) -> None:
     """``--no-report``: a few arms' table, or, past ``MAX_TABLE_ARMS``, one line naming the commands that show
     the numbers (the paper preset's 207 arms made a wall hundreds of lines long in a log)."""
-    import pelab.cli
+    import pelab.cli.study
 
     (tmp_path / "s.toml").write_text(
         'seeds = [0]\n[task]\nname = "reverse"\nlength = 4\n[model]\nd = 8\nn_heads = 2\n[train]\nsteps = 2\n'
@@ -413,7 +413,7 @@ def test_study_without_a_report_prints_a_table_only_when_it_is_short(capsys, mon
     args = ("study", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o"), "--no-report", "--workers", "1")
     short = cli(capsys, monkeypatch, *args)
     assert short.rc == 0 and "concat_split" in short.out and "pelab results" not in short.out
-    monkeypatch.setattr(pelab.cli, "MAX_TABLE_ARMS", 1)
+    monkeypatch.setattr(pelab.cli.study, "MAX_TABLE_ARMS", 1)
     long = cli(capsys, monkeypatch, *args)
     assert long.rc == 0 and "concat_split" not in long.out
     last = long.out.strip().splitlines()[-1]

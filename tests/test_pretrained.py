@@ -148,7 +148,7 @@ def test_c9_grids_are_the_presets_and_the_command() -> None:
     import inspect
     import tomllib
 
-    from pelab.cli import pretrained as command
+    from pelab.cli.pretrained import pretrained as command
 
     presets = Path(__file__).parents[1] / "pelab" / "presets"
     for name in ("quick", "full"):

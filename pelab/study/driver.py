@@ -23,7 +23,7 @@ from pelab.study.backends import OnResult, default_threads, device_slots, run_lo
 from pelab.study.estimate import group_seconds
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
-from pelab.study.groups import stack_groups, unstacked_arms
+from pelab.study.groups import stack_groups, study_seconds, unstacked_arms
 from pelab.study.progress import Pace, PlainProgress
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
 from pelab.study.store import Store, StudyLock
@@ -44,7 +44,7 @@ BACKENDS = ("local", "ray")
 
 def expected_line(pending: list[RunConfig], backend: str, workers: int | None, device: str) -> str:
     """The time the runs should take, said before they start (``pelab.study.estimate``)."""
-    from pelab.study.estimate import describe, read_pace, study_seconds
+    from pelab.study.estimate import describe, read_pace
 
     n = workers or os.cpu_count() or 1
     seconds = study_seconds(pending, n)
@@ -186,7 +186,7 @@ def run_study(
                 execute(groups, on_result)
         elapsed = time.perf_counter() - start
         if pending and backend == "local" and not str(device).startswith("cuda") and not counts["failed"]:
-            from pelab.study.estimate import record_pace, study_seconds
+            from pelab.study.estimate import record_pace
 
             record_pace(study_seconds(pending, slots), elapsed)  # the next study's expected time, at this pace
         previous = float(store.meta("study_seconds") or 0.0)

@@ -77,16 +77,6 @@ def eval_seconds(cfg: RunConfig) -> float:
     return seconds
 
 
-def study_seconds(runs: Sequence[RunConfig], workers: int | None = None) -> float:
-    """Estimated wall seconds of ``runs`` on ``workers`` CPU workers (default: one per core): grouped as the
-    driver groups them (``pelab.study.groups``), longest groups first on the least-loaded worker, as a work
-    queue would spread them."""
-    from pelab.study.groups import stack_groups
-
-    workers = max(1, workers or os.cpu_count() or 1)
-    return spread([group_seconds(g) for g in stack_groups(runs, workers)], workers)
-
-
 def spread(seconds: Sequence[float], workers: int) -> float:
     """Wall seconds of jobs taking ``seconds`` on ``workers``: longest first on the least-loaded worker."""
     load = [0.0] * max(1, workers)
@@ -185,5 +175,4 @@ __all__ = [
     "group_seconds",
     "run_seconds",
     "spread",
-    "study_seconds",
 ]

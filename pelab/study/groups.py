@@ -8,9 +8,11 @@ there are fewer groups than workers, so no core waits while one trains a whole a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from pelab.config import RunConfig
+from pelab.study.estimate import group_seconds, spread
 
 #: The most seeds one stack holds: past about 8, a stack is no cheaper per seed (bench/study.py), and memory
 #: grows with every seed.
@@ -44,7 +46,6 @@ def stack_groups(
     than fit its caches (``STACK_VALUES``) and at least ``workers`` groups where the runs allow it; the costliest
     first (by ``pelab.study.estimate``)."""
     from pelab.preflight import estimate
-    from pelab.study.estimate import group_seconds
 
     def cap(cfg: RunConfig) -> int:
         fits = most if budget is None else budget // max(1, estimate(cfg).bytes)
@@ -85,3 +86,11 @@ def unstacked_arms(runs: Sequence[RunConfig]) -> dict[str, str]:
         if why is not None:
             out.setdefault(r.arm_id, why)
     return out
+
+
+def study_seconds(runs: Sequence[RunConfig], workers: int | None = None) -> float:
+    """Estimated wall seconds of ``runs`` on ``workers`` CPU workers (default: one per core): grouped as the
+    driver groups them (``stack_groups``), longest groups first on the least-loaded worker, as a work
+    queue would spread them."""
+    workers = max(1, workers or os.cpu_count() or 1)
+    return spread([group_seconds(g) for g in stack_groups(runs, workers)], workers)

@@ -1,0 +1,68 @@
+"""What every command shares: the Typer app, the console, and the checks of sizes, images and grids."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from pelab.errors import PelabError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="pelab: why are positional encodings added, not concatenated? Measure it.",
+)
+# Wide when piped, so tables stay readable in logs and CI output.
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+#: Largest width and length of a table shown or analysed alone: past it, a heatmap has more cells than pixels
+#: and the analyses' position-by-position matrices take gigabytes.
+MAX_TABLE_SIDE = 4096
+
+
+def check_sizes(**sizes: int | None) -> None:
+    """Widths and lengths given on the command line: positive, and at most MAX_TABLE_SIDE."""
+    for name, v in sizes.items():
+        if v is not None and not 1 <= v <= MAX_TABLE_SIDE:
+            raise PelabError(f"{name.replace('_', '-')}: must be in 1..{MAX_TABLE_SIDE} (got {v})")
+
+
+def check_image(option: str, path: Path | None) -> None:
+    """An image path whose format matplotlib can write, and that is not a folder."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if path is None:
+        return
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = path.suffix.lstrip(".").lower()
+    if suffix and suffix not in formats:
+        raise PelabError(f"{option}: unknown image format {suffix!r}; allowed: {', '.join(sorted(formats))}")
+    if path.is_dir():
+        raise PelabError(f"{option}: {path} is a folder; give a file name such as {path / 'table.png'}")
+
+
+def parse_grid(grid: str | None) -> tuple[int, int] | None:
+    if grid is None:
+        return None
+    try:
+        rows, cols = (int(v) for v in grid.lower().split("x"))
+        assert rows > 0 and cols > 0
+    except (ValueError, AssertionError):
+        raise PelabError(f"grid: expected ROWSxCOLS with positive integers, e.g. 4x4 (got {grid!r})") from None
+    return rows, cols
+
+
+PRESETS = ("quick", "full", "paper")
+
+
+def preset_path(name: str) -> Path:
+    from importlib.resources import files
+
+    if name not in PRESETS:
+        raise PelabError(f"preset: unknown value {name!r}; allowed: {', '.join(PRESETS)}")
+    return Path(str(files("pelab") / "presets" / f"{name}.toml"))

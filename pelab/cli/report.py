@@ -1,0 +1,83 @@
+"""`pelab report` and `pelab results`: what a study folder holds, without training."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from pelab.cli.app import app, console
+from pelab.errors import PelabError
+
+
+def _older_runs_note(out: Path) -> None:
+    """One line when a folder mixes runs of two training computations: the report reads the current one's."""
+    from pelab.records import ENGINE
+    from pelab.study.store import Store
+
+    with Store(out, create=False) as store:
+        versions = [r["versions"] for r in store.rows() if r["status"] == "done"]
+    engines = [v.get("engine") if isinstance(v, dict) else None for v in versions]
+    older = sum(e != ENGINE for e in engines)
+    if older and older < len(engines):
+        console.print(
+            f"[yellow]{older} stored run(s) were trained by an older computation; the report leaves them out "
+            "(`pelab study` trains them again)[/]"
+        )
+
+
+def _report(out: Path) -> None:
+    from pelab.report.build import build_report
+    from pelab.report.console import summary_table
+    from pelab.study.driver import progress_display
+
+    _older_runs_note(out)
+    start = time.perf_counter()
+    if not console.is_terminal:  # a log file gets plain lines where a terminal gets a bar
+        console.print("report: measures of stored models, claims, figures and pages", markup=False)
+    with progress_display(console, quiet=False) as progress:  # as the runs' progress: a bar, or lines in a log file
+        task = progress.add_task("report", total=1, completed=0, failed="", left="")
+
+        def told(done: int, known: int, left: str) -> None:
+            progress.update(task, total=known, completed=done, left=left)
+
+        html_path, md_path, claims = build_report(out, on_progress=told)
+    if not console.is_terminal:
+        console.print(f"report: done in {time.perf_counter() - start:.0f} s", markup=False)
+    summary_table(console, claims)
+    console.print(f"report: [bold]{escape(str(html_path))}[/] (and {escape(md_path.name)}); open it in a browser")
+
+
+@app.command("report")
+def report_cmd(out: Annotated[Path, typer.Argument(help="study folder")]) -> None:
+    """Rebuild a study's report from its database and checkpoints, without training."""
+    from pelab.study.store import DB_NAME, Store, StudyLock
+
+    if not (out / DB_NAME).is_file():
+        raise PelabError(f"out: {out} holds no pelab study (no {DB_NAME})")
+    Store(out, create=False).close()  # a damaged or foreign database is refused before the lock file is made
+    with StudyLock(out):  # not while a study (or another report) writes this folder
+        from pelab.study.folder import StudyFolder
+
+        StudyFolder(out).remove_leftovers()  # temp files of a report cut short (Ctrl-C, kill -9)
+        _report(out)
+
+
+def _results_table(out: Path, by: list[str] | None = None, csv: Path | None = None, metric: str | None = None) -> None:
+    from pelab.report.console import results_table
+
+    results_table(console, out, by=by, csv=csv, metric=metric)
+
+
+@app.command()
+def results(
+    out: Annotated[Path, typer.Argument(help="study folder")],
+    by: Annotated[list[str] | None, typer.Option(help="group by this config key (repeatable)")] = None,
+    csv: Annotated[Path | None, typer.Option(help="also write the per-arm table here")] = None,
+    metric: Annotated[str | None, typer.Option(help="main metric (default: acc, or ppl for charlm)")] = None,
+) -> None:
+    """Per arm: mean and 95% interval over seeds, with parameters and FLOPs beside."""
+    _results_table(out, by=by, csv=csv, metric=metric)

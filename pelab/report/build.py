@@ -24,6 +24,7 @@ from pelab.errors import PelabError
 from pelab.files import write_atomic
 from pelab.records import ENGINE
 from pelab.report import rates
+from pelab.report.answer import gap_figure, lm_sentences
 from pelab.report.catalog import all_claims
 from pelab.report.claim_lines import claim_line
 from pelab.report.compact import published
@@ -307,6 +308,7 @@ def build_report(
         ctx.pool = None
     curves = _curves(ctx)
     overview, _ = overview_figure(ctx, claims)
+    gap = gap_figure(ctx, claims)
     claim_forests(ctx, claims)
     with Store(folder, create=False) as store:
         seconds = store.meta("study_seconds")
@@ -343,6 +345,8 @@ def build_report(
         source=ctx.study.source,
         Table=Table,
         sentences=answer_sentences(claims, ctx.floor, ctx.margin),
+        lm_answer=lm_sentences(ctx, claims),
+        gap=gap,
         overview=overview,
         published=published(published_.tables[0].columns, published_.tables[0].rows),
         published_about=published_.paragraphs,

@@ -59,11 +59,10 @@ def expected_line(pending: list[RunConfig], backend: str, workers: int | None, d
         return f"expected: about {cpu} on {where} (estimated for a CPU like pelab's 2-core reference; faster here)"
     pace = read_pace()
     if pace is not None:
-        return (
-            f"expected: about {describe(seconds * pace)} on {where} at this machine's pace in its earlier studies "
-            f"({pace:.2f}x pelab's 2-core reference CPU), then the report"
-        )
-    return f"expected: about {cpu} on {where} at the speed of pelab's 2-core reference CPU, then the report"
+        # short enough for one line of a log: "(its pace: ...)" is this machine's measured pace in its earlier studies
+        took = describe(seconds * pace)
+        return f"expected: about {took} on {where} (its pace: {pace:.2f}x the reference), then the report"
+    return f"expected: about {cpu} on {where} (at pelab's 2-core reference CPU's speed), then the report"
 
 
 #: Bounds on the options of a study: past them a number is a typo, and would overflow a C integer or start more

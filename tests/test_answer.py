@@ -153,8 +153,8 @@ def test_facts_and_the_sentences_before_the_picture_stay_short(tmp_path: Path) -
     assert facts.wide_cost == {32: (1.3, 1.3), 64: (1.3, 1.3)}
     assert facts.last_fifth["causal"] == pytest.approx(1 - 2.32 / 2.33)
     assert cost_sentence(facts) == (
-        "Cost (C5): concat_split keeps the width and has -1.0% parameters; concat_wide costs +30% parameters and +30% "
-        "FLOPs per token."
+        "Cost (C5): concat_split keeps the width with 1.0% fewer parameters; concat_wide costs 30% more parameters and "
+        "30% more FLOPs per token."
     )
     assert scale_sentence(facts) == (
         "Scale: byte-level models of 2 layers and 64-byte contexts, 990–1,300 parameters, 0.12M tokens each, 3 paired "
@@ -166,3 +166,20 @@ def test_facts_and_the_sentences_before_the_picture_stay_short(tmp_path: Path) -
     assert len(sentences) == 4 and words <= 150, words  # the first screen up to its figure: at most 150 words
     figure = gap_figure(ctx, claims_of(rows))
     assert figure is not None and figure.path.exists()
+
+
+def test_the_sentences_and_overview_beside_the_answer_leave_its_rows_to_it() -> None:
+    """C6's language-model rows are the answer's (its sentences and picture); the sentences and the forest beside it
+    read C6's other rows, and say nothing of C6 where it has no other."""
+    from pelab.report.first_screen import answer_sentences, overview_rows
+
+    lm = [lm_row("concat_split vs add", 32, "learned", -0.01, 0.01, NOT_SUPPORTED)]
+    synthetic = {**lm_row("concat_split vs add", 16, "learned", 0.01, 0.03, SUPPORTED),
+                 "where": {"task.name": "sort", "model.d": 16, "model.position.scheme": "learned"}, "metric": "acc",
+                 "resolution": {"lo": 0.01, "hi": 0.03, "within": 0.03}}  # fmt: skip
+    only_lm = [SimpleNamespace(id="C6", rows=lm, verdict=NOT_SUPPORTED, halves={})]
+    assert answer_sentences(only_lm) == [] and overview_rows(only_lm) == []
+    both = [SimpleNamespace(id="C6", rows=[*lm, synthetic], verdict=SUPPORTED, halves={})]
+    said = answer_sentences(both)
+    assert said[0]["text"].startswith("At the same width, concatenating beat adding on 1 of 1 comparisons")
+    assert [r for *_, r in overview_rows(both)] == [synthetic]

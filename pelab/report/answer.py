@@ -13,6 +13,7 @@ no verdict reads it).
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -26,7 +27,7 @@ from pelab.report.context import ReportContext
 from pelab.report.registry import ClaimResult, Figure
 from pelab.rules import NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED
 
-#: Language-model tasks, and the kind of model each trains.
+#: Language-model tasks (``first_screen.LM_TASKS``), and the kind of model each trains.
 KINDS = {"charlm": "causal", "mlm": "masked"}
 #: C6's families read here (A the concatenating arm, B the adding one), and how the picture names them.
 PAIRINGS = {
@@ -324,18 +325,22 @@ def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None
         return None
     tokens = [r["config"]["train"]["steps"] * r["config"]["train"]["batch_size"] * r["config"]["task"]["length"]
               for r in rows]  # fmt: skip
-    arms: dict[tuple[str, int, str, str], list[dict[str, Any]]] = defaultdict(list)
+    arms: dict[str, list[dict[str, Any]]] = defaultdict(list)  # an arm: its config but the seed
     for r in rows:
-        m = r["config"]["model"]
-        arms[(r["config"]["task"]["name"], int(m["d"]), m["combine"], m["position"]["scheme"])].append(r)
+        arms[json.dumps({k: v for k, v in r["config"].items() if k != "seed"}, sort_keys=True)].append(r)
     seeds = [len(v) for v in arms.values()]
+    kinds: dict[tuple[str, int, str, str], dict[str, Any]] = {}  # the first arm of each (task, d, combine, scheme)
+    for runs in arms.values():
+        m = runs[0]["config"]["model"]
+        kinds.setdefault((runs[0]["config"]["task"]["name"], int(m["d"]), m["combine"], m["position"]["scheme"]),
+                         runs[0])  # fmt: skip
     wide_cost, split_params = {}, {}
-    for (task, d, combine, scheme), runs in arms.items():
-        base = arms.get((task, d, "add", scheme))
-        if not base or combine == "add":
+    for (task, d, combine, scheme), run in kinds.items():
+        base = kinds.get((task, d, "add", scheme))
+        if base is None or combine == "add":
             continue
-        ratio_p = runs[0]["params"] / base[0]["params"]
-        ratio_f = runs[0]["flops_per_token"] / base[0]["flops_per_token"]
+        ratio_p = run["params"] / base["params"]
+        ratio_f = run["flops_per_token"] / base["flops_per_token"]
         if combine == "concat_wide":
             wide_cost[d] = (ratio_p, ratio_f)
         elif combine == "concat_split":
@@ -359,7 +364,9 @@ def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None
 
 
 def _range(lo: float, hi: float, fmt: str = "{:,}") -> str:
-    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}–{fmt.format(hi)}"
+    """ "990–1,300", or one number where both ends read alike."""
+    a, b = fmt.format(lo), fmt.format(hi)
+    return a if a == b else f"{a}–{b}"
 
 
 def cost_sentence(facts: Facts) -> str:
@@ -367,12 +374,16 @@ def cost_sentence(facts: Facts) -> str:
     parts = []
     if facts.split_params:
         r = [100 * (v - 1) for v in facts.split_params.values()]
-        parts.append(f"concat_split keeps the width and has {_range(min(r), max(r), '{:+.1f}')}% parameters")
+        fewer = all(x < 0 for x in r)
+        size = _range(min(abs(x) for x in r), max(abs(x) for x in r), "{:.1f}")
+        parts.append(f"concat_split keeps the width with {size}% {'fewer' if fewer else 'more'} parameters"
+                     if fewer or all(x > 0 for x in r)
+                     else f"concat_split keeps the width and its parameters (within {size}%)")  # fmt: skip
     if facts.wide_cost:
         p = [100 * (v[0] - 1) for v in facts.wide_cost.values()]
         f = [100 * (v[1] - 1) for v in facts.wide_cost.values()]
-        parts.append(f"concat_wide costs {_range(min(p), max(p), '{:+.0f}')}% parameters and "
-                     f"{_range(min(f), max(f), '{:+.0f}')}% FLOPs per token")  # fmt: skip
+        parts.append(f"concat_wide costs {_range(min(p), max(p), '{:.0f}')}% more parameters and "
+                     f"{_range(min(f), max(f), '{:.0f}')}% more FLOPs per token")  # fmt: skip
     return ("Cost (C5): " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -386,7 +397,8 @@ def scale_sentence(facts: Facts) -> str:
         f"tokens each, {_range(*facts.seeds)} paired seeds per arm"
     )
     if facts.last_fifth:
-        each = [f"{100 * v:.1f}%" + (f" ({k})" if len(facts.last_fifth) > 1 else "") for k, v in facts.last_fifth.items()]
+        many = len(facts.last_fifth) > 1
+        each = [f"{100 * v:.1f}%" + (f" ({k})" if many else "") for k, v in facts.last_fifth.items()]
         text += f"; the last fifth of training still improved validation loss by {' and '.join(each)}"
     return text + "."
 

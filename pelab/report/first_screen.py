@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import is_dataclass, replace
+from types import SimpleNamespace
 from typing import Any
 
 from pelab.report.summary import PHRASE, size_text, span_text, win_facts
@@ -29,6 +31,25 @@ OVERVIEW = (
     ("C14", "combiner", "digits"),
     ("C19", "concat vs add", "2-D rows and columns"),
 )
+
+
+#: C6's language-model tasks: their rows are the answer where it lives (``pelab.report.answer``: its sentences and its
+#: picture open the first screen), so the sentences and the overview beside it read C6's other rows alone.
+LM_TASKS = ("charlm", "mlm")
+
+
+def is_lm_row(r: Mapping[str, Any]) -> bool:
+    return str((r.get("where") or {}).get("task.name")) in LM_TASKS
+
+
+def without_lm(claim: Any) -> Any:
+    """C6 with its language-model rows left out (``LM_TASKS``); None when no other row is left."""
+    if claim is None:
+        return None
+    rows = [r for r in claim.rows if not is_lm_row(r)]
+    if not rows and claim.rows:
+        return None
+    return replace(claim, rows=rows) if is_dataclass(claim) else SimpleNamespace(**{**vars(claim), "rows": rows})
 
 
 def tested(rows: Rows) -> list[Mapping[str, Any]]:
@@ -58,6 +79,8 @@ def overview_rows(claims: Sequence[Any]) -> list[tuple[str, str, Mapping[str, An
     out = []
     for cid, name, group in OVERVIEW:
         for r in family_rows(by_id.get(cid), name):
+            if is_lm_row(r):  # drawn in the answer's own picture, against width (``pelab.report.answer``)
+                continue
             if pair(r) in seen or flipped(r) in seen:
                 continue
             seen.add(pair(r))
@@ -369,10 +392,11 @@ def answer_sentences(claims: Sequence[Any], floor: float | None = None, margin: 
     the study's ``floor`` (and accuracy ``margin``), a win over an arm that had not learned says so, and so does an
     undecided comparison whose arm failed on some seeds."""
     by_id = {c.id: c for c in claims}
+    c6 = without_lm(by_id.get("C6"))  # its language-model rows open the first screen (``pelab.report.answer``)
     made = [
-        directional(by_id.get("C6"), "concat_split vs add", "add vs concat_split", "At the same width",
+        directional(c6, "concat_split vs add", "add vs concat_split", "At the same width",
                     "concatenating beat adding", "adding beat concatenating", floor, margin),
-        directional(by_id.get("C6"), "concat_wide vs add at its width", "add at its width vs concat_wide",
+        directional(c6, "concat_wide vs add at its width", "add at its width vs concat_wide",
                     "Widened to concatenate (concat_wide) against add at that same total width",
                     "concatenating won", "adding won", floor, margin),
         directional(by_id.get("C9"), "concat beats add", None, "On frozen pretrained word vectors (MiniLM)",

@@ -82,29 +82,43 @@ def test_c6_every_branch() -> None:
     assert f.verdict == NOT_SUPPORTED and f.rows[0].verdict == TOO_SMALL  # the learned tie decides alone
     assert f.rows[0].skipped == ["a below the floor (a verdict needs both arms to have learned)"]
     assert rule_c6([comp(arm("c", CEIL), arm("a", CEIL))], FLOOR, MARGIN).verdict == NO_INFO
-    # The issue's own case: both arms at 100%, and the loss says which learned better.
-    ceil = comp(arm("c", CEIL, [0.010, 0.011, 0.012, 0.010, 0.011]), arm("a", CEIL, [0.02, 0.022, 0.021, 0.02, 0.023]))
+    # The issue's own case (quick's C6 lookup row): both arms at 100%, A's loss 0.016 against 0.028 nats. Both solved
+    # the task, so the loss does not decide between them (SCIENCE.md, "Solved is not informative"): no information,
+    # never a win, on any metric of the task.
+    ceil = comp(arm("c", CEIL, [0.010, 0.011, 0.012, 0.010, 0.011], auc=[0.95, 0.96, 0.95, 0.97, 0.96]),
+                arm("a", CEIL, [0.02, 0.022, 0.021, 0.02, 0.023], auc=[0.90] * 5))  # fmt: skip
     f = rule_c6([ceil], FLOOR, MARGIN)
+    assert f.verdict == NO_INFO and f.rows[0].test is None
+    assert f.rows[0].skipped == ["both arms solved the task (accuracy 100.0% and 100.0%)"]
+    # off the ceiling, with accuracy silent (zero spread), the loss decides as ever
+    same = [0.90, 0.92, 0.91, 0.90, 0.93]
+    off = comp(arm("c", same, [0.10, 0.11, 0.12, 0.10, 0.11]), arm("a", same, [0.2, 0.22, 0.21, 0.2, 0.23]))
+    f = rule_c6([off], FLOOR, MARGIN)
     assert f.verdict == SUPPORTED and f.rows[0].test.metric.key == "loss"
 
 
 def test_c6_names_a_win_on_learning_speed_alone() -> None:
-    """Both arms at 100% and below the loss floor: the area under the learning curve decides (SCIENCE.md's
-    fallback), and the claim says the win is in speed, not final quality; a win on loss anywhere is not."""
+    """Where accuracy and held-out loss both carry no information without the arms having solved the task (the same
+    values on every seed: zero spread), the area under the learning curve decides (SCIENCE.md's fallback), and the
+    claim says the win is in speed, not final quality; a win on loss anywhere is not. Two arms that solved the task
+    get no speed win: how fast each got to the same answers is the budget's doing (no information)."""
     from pelab.report.summary import win_facts
     from pelab.report.tables import row_records, speed_only
 
-    solved = [0.004, 0.005, 0.004, 0.005, 0.004]
-    fast = comp(arm("c", CEIL, solved, auc=[0.95, 0.96, 0.95, 0.97, 0.96]), arm("a", CEIL, solved, auc=[0.90] * 5))
+    same, flat = [0.90, 0.92, 0.91, 0.90, 0.93], [0.10, 0.11, 0.12, 0.10, 0.11]
+    fast = comp(arm("c", same, flat, auc=[0.95, 0.96, 0.95, 0.97, 0.96]), arm("a", same, flat, auc=[0.90] * 5))
     f = rule_c6([fast], FLOOR, MARGIN)
     assert f.verdict == SUPPORTED and f.rows[0].test.metric.key == "auc" and speed_only(row_records(f))
-    lower, higher = [0.010, 0.011, 0.012, 0.010, 0.011], [0.02, 0.022, 0.021, 0.02, 0.023]
-    better = comp(arm("c", CEIL, lower), arm("a", CEIL, higher))
+    lower, higher = [0.10, 0.11, 0.12, 0.10, 0.11], [0.2, 0.22, 0.21, 0.2, 0.23]
+    better = comp(arm("c", same, lower), arm("a", same, higher))
     assert not speed_only(row_records(rule_c6([fast, better], FLOOR, MARGIN)))
 
     assert "all on learning speed alone" in win_facts(row_records(f, "concat_split vs add"))
     both = row_records(rule_c6([fast, better], FLOOR, MARGIN), "concat_split vs add")
     assert "all on learning speed alone" not in win_facts(both) and "1 on learning speed" in win_facts(both)
+    solved = [0.004, 0.005, 0.004, 0.005, 0.004]
+    done = comp(arm("c", CEIL, solved, auc=[0.95, 0.96, 0.95, 0.97, 0.96]), arm("a", CEIL, solved, auc=[0.90] * 5))
+    assert rule_c6([done], FLOOR, MARGIN).verdict == NO_INFO
 
 
 # --- C7: learned ≈ sinusoidal on every comparison ----------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 
 from pelab.report.context import ReportContext
 from pelab.rules import INCONCLUSIVE
+from pelab.rules.metrics import LOSS_MARGIN_TEXT, SOLVED_TEXT
 from pelab.rules.resolution import claim_resolution
 
 #: The deciding metrics of a claim drawn from trained arms, in order: accuracy at the training size; held-out
@@ -108,7 +109,10 @@ class Claim:
         return int(self.id[1:])
 
     def rule_for(self, floor: float, margin: float) -> str:
-        return self.rule.format(floor=f"{floor:.0%}", margin=f"±{100 * margin:g} pp")
+        """The rule in words with the study's floor and margin, the relative margin and the solved rule filled in."""
+        return self.rule.format(
+            floor=f"{floor:.0%}", margin=f"±{100 * margin:g} pp", loss_margin=LOSS_MARGIN_TEXT, solved=SOLVED_TEXT
+        )
 
     def run(self, ctx: ReportContext) -> ClaimResult:
         r = ClaimResult(

@@ -483,3 +483,22 @@ def test_a_comparison_is_read_on_the_same_metric_at_every_look() -> None:
     free = family([Comparison({"task": "t"}, a, b, sq.Looks((8,), 8, "pocock"))], ["acc", "loss"], 0.5, MARGIN)
     assert free.rows[0].test.metric.key == "acc"
     assert any("first look read held-out loss" in s for s in row.skipped), row.skipped  # why not accuracy
+
+
+def test_the_method_line_names_the_spending_function_the_study_file_asks_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's method line names the study's own ``[sequential] spending`` (the presets use Pocock's), and the
+    claims' documentation names none as if it were the only one."""
+    from types import SimpleNamespace
+
+    from pelab.report import build
+    from pelab.report.summary import claims_markdown
+    from pelab.study.grid import Sequential
+
+    monkeypatch.setattr(build, "seeds_text", lambda study, design: "the seeds each arm got")
+    for spending in ("pocock", "obrien_fleming"):
+        ctx = SimpleNamespace(design=object(), study=SimpleNamespace(sequential=Sequential(8, 3, spending)))
+        text = build.sequential_text(ctx, [])  # type: ignore[arg-type]
+        assert text == f"{sq.method_line(spending)}; the seeds each arm got"  # type: ignore[arg-type]
+        assert f"({sq.SPENDING_NAMES[spending]}-type, the study's [sequential] spending)" in text
+    docs = claims_markdown()
+    assert "O'Brien–Fleming-type or Pocock-type" in docs and "O'Brien–Fleming-type," not in docs

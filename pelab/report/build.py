@@ -209,14 +209,14 @@ def sequential_method(claims: list[ClaimResult]) -> str:
 
 
 def sequential_text(ctx: ReportContext, claims: list[ClaimResult]) -> str:
-    """The method line's sentence on seeds for a sequential study: the method, the design and the seeds each arm
-    got; "" for fixed seeds."""
-    method = sequential_method(claims)
-    if ctx.design is None:
-        return method
+    """The method line's sentence on seeds for a sequential study: the method, naming the spending function the study
+    file asks for (``[sequential] spending``), the design and the seeds each arm got; "" for fixed seeds."""
+    if ctx.design is None or ctx.study.sequential is None:
+        return sequential_method(claims)
     from pelab.study.sequential import method_line
 
-    return f"{method or method_line(ctx.design.spending)}; {seeds_text(ctx.study, ctx.design)}"  # type: ignore[arg-type]
+    method = method_line(ctx.study.sequential.spending)  # type: ignore[arg-type]
+    return f"{method}; {seeds_text(ctx.study, ctx.design)}"
 
 
 def _plan_claims(ctx: ReportContext, specs: Sequence[Claim]) -> None:

@@ -80,6 +80,8 @@ class ClaimResult:
     #: the family (``rows``' "family") whose rows the verdict reads, where others are shown beside it for reference
     #: (C7's learning speed and rotary rows): counts of comparisons that bear the verdict out read it alone
     deciding: str = ""
+    #: whether its comparisons are confirmatory or exploratory (``claim_reading``); "" for a claim without any
+    reading: str = ""
 
     @property
     def open(self) -> bool:
@@ -126,7 +128,23 @@ class Claim:
         r = self.evaluate(ctx, r)
         if r.resolution is None:
             r.resolution = claim_resolution(r.rows, INCONCLUSIVE)
+        r.reading = r.reading or claim_reading(r.rows)
         return r
+
+
+def claim_reading(rows: list[dict[str, Any]]) -> str:
+    """Whether a claim's comparisons (claims.json rows read on a metric) are confirmatory (SCIENCE.md, "Frozen
+    protocols, fresh seeds"): "confirmatory" when all are, "exploratory" when none is, else how many are; "" for a
+    claim with none read on a metric (an exact check, a table)."""
+    read = [r for r in rows if r.get("metric") and r.get("reading")]
+    if not read:
+        return ""
+    k = sum(r["reading"] == "confirmatory" for r in read)
+    if k == len(read):
+        return "confirmatory"
+    if k == 0:
+        return "exploratory"
+    return f"mixed: {k} of {len(read)} comparisons confirmatory, the rest exploratory"
 
 
 REGISTRY: dict[str, Claim] = {}

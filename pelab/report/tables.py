@@ -22,6 +22,7 @@ from pelab.rules import (
     Side,
     metric,
 )
+from pelab.study.protocol import reading
 
 
 # --- formatting ---------------------------------------------------------------------
@@ -124,7 +125,7 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
                 row.describe() if t is not None else "; ".join(row.skipped) or "–",
                 level_cell(row) if t is not None else "–",
                 res.text if (res := row.resolution) is not None else "–",
-                str(min(c.a.seeds(), c.b.seeds())),
+                f"{min(c.a.seeds(), c.b.seeds())}, {reading(c)}",
                 f"{c.a.params:,} / {c.b.params:,}" if c.a.params and c.b.params else "–",
                 f"{c.a.flops:,} / {c.b.flops:,}" if c.a.flops and c.b.flops else "–",
                 f"{speed_cell(c.a)} / {speed_cell(c.b)}",
@@ -160,7 +161,7 @@ FAMILY_COLUMNS = [
     "A − B [interval]",
     "interval level",
     "what the interval establishes (resolution)",
-    "seeds",
+    "seeds (confirmatory or exploratory)",
     "params A / B",
     "FLOPs/token A / B",
     "steps to floor A / B (seeds that reached it)",
@@ -197,6 +198,9 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "hi": row.interval[1] if t is not None else None,
                 "level": row.level,
                 "seeds": min(c.a.seeds(), c.b.seeds()),
+                # SCIENCE.md, "Frozen protocols": confirmatory only where every run of both arms is a confirmatory
+                # grid's, trained after the protocol declared it and read by its rules (``pelab.study.protocol``)
+                "reading": reading(c),
                 "looks": t.looks.record() if t is not None and t.looks is not None else None,
                 "resolution": res.record() if (res := row.resolution) is not None else None,
                 "skipped": row.skipped,

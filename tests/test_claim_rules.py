@@ -593,3 +593,19 @@ def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accur
     assert fam.rows[0].verdict == NO_INFO
     cells = family_table("t", fam, ["task.name"]).rows[0][1:3]
     assert all("probe accuracy" in x and "100.0%" in x for x in cells) and not any("94.0%" in x for x in cells)
+
+
+def test_a_key_figure_counts_comparisons_decided_early_and_not_confirmed_apart() -> None:
+    """A comparison the design stopped at 5 seeds whose 8 seeds reverse it is no win (``rules.decide``); C6's key
+    figure counts it apart, beside the row it quotes."""
+    from pelab.report.arms import key_of
+    from pelab.rules import UNCONFIRMED
+    from pelab.study.sequential import Looks
+
+    looks = Looks((5, 8), 8, "pocock")
+    base = [0.86, 0.88, 0.89, 0.86, 0.88, 0.87, 0.86, 0.88]
+    reversed_ = [b + d for b, d in zip(base, [0.06, 0.05, 0.07, 0.06, 0.05, -0.15, -0.12, -0.14], strict=True)]
+    early = Comparison({"task.name": "t"}, arm("c", reversed_), arm("a", base), looks)
+    fam = rule_c6([early, comp(arm("c", TIE_A), arm("a", TIE_B), **{"task.name": "u"})], FLOOR, MARGIN)
+    assert [r.verdict for r in fam.rows] == [UNCONFIRMED, NOT_SUPPORTED] and fam.verdict == INCONCLUSIVE
+    assert f"; {UNCONFIRMED}: 1" in key_of(fam, ["task.name"], FLOOR)

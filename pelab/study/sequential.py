@@ -407,8 +407,9 @@ def _arm(row: Mapping[str, Any], side: str) -> Arm:
 def still_open(rows: Iterable[Mapping[str, Any]], cap: int, undecided: str = UNDECIDED) -> list[Open]:
     """The comparisons of a family (claims.json row records, ``report.tables.row_records``: they carry their
     paired ``seeds`` and each arm's runs) that are undecided and below the cap: only their arms get more seeds.
-    A decided row, a row with no information (its arms at a ceiling: more seeds cannot help) and a row whose arms
-    did not learn stop."""
+    A decided row, a row with no information (its arms at a ceiling: more seeds cannot help), a row whose arms
+    did not learn and a row "decided early, not confirmed" (the design stopped it; seeds bought for another
+    comparison did not bear it out, and buying it more would be a second trial on the same question) stop."""
     out = []
     for r in rows:
         seeds = int(r.get("seeds", 0))

@@ -90,6 +90,15 @@ def report_pool(workers: int | None = None) -> Iterator[Executor | None]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def protocol_line(ctx: ReportContext) -> str:
+    """The report's protocol line (``pelab.study.protocol.protocol_line``): "protocol: rules sha256 ab12… (commit
+    1a2b3c4), study file sha256 cd34…, fixed on 2026-11-27", and plainly whether the rules or the study file changed
+    since the runs were trained. For the method line and the first screen."""
+    from pelab.study.protocol import protocol_line as line
+
+    return line(ctx.protocol, ctx.study)
+
+
 @dataclass
 class ReportContext:
     folder: Path
@@ -117,6 +126,10 @@ class ReportContext:
     display: bool = True
     #: the report's progress (``pelab.report.progress``): measures, claims and writing as they end; None: untold
     work: Any = None
+    #: the folder's protocol (``pelab.study.protocol``, protocol.json), None where its runs were trained before pelab
+    #: wrote one; and the runs a comparison may call confirmatory under it (``confirmatory_runs``)
+    protocol: dict[str, Any] | None = None
+    confirmatory: frozenset[str] = frozenset()
 
     def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
         """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and

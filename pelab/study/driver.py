@@ -25,6 +25,7 @@ from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
 from pelab.study.groups import stack_groups, study_seconds, unstacked_arms
 from pelab.study.progress import Pace, PlainProgress
+from pelab.study.protocol import record_protocol
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
 from pelab.study.store import Store, StudyLock
 
@@ -143,6 +144,8 @@ def run_study(
         older = len({r.run_id for r in study.runs} & (store.finished_ids() - finished))
         pending = [r for r in study.runs if r.run_id not in finished]
         skipped = len(study.runs) - len(pending)
+        if pending:  # the protocol is fixed before the first run trains, and kept (with what changed) after that
+            record_protocol(out, study)
         ckpt_dir = None
         if checkpoints:
             ckpt_dir = StudyFolder(out).checkpoints

@@ -27,7 +27,8 @@ scientific axes, and pairs seeds across arms. One or more grids:
 
     [[grid]]                                 # a grid may train its own seeds: a fixed count, never extended
     name = "a confirmatory test"             # by sequential rounds and read without interim looks (95%), so an
-    seeds = [200, 201, 202]                  # experiment designed after reading others can use seeds none read
+    seeds = [200, 201, 202, 203, 204]        # experiment designed after reading others can use seeds none read
+    confirmatory = true                      # optional: its comparisons are the protocol's (``CONFIRMATORY``)
     axes = { "model.combine" = ["add", "concat_split"] }
 
 Seeds added in later rounds are the next integers after the largest listed seed, in order, so every arm's
@@ -65,7 +66,14 @@ MAX_SEQUENTIAL_SEEDS = 100
 #: What a [pretrained] table held while C9 trained outside the grids; refused, pointing at the C9 grids.
 OLD_PRETRAINED_KEYS = ("seeds", "steps", "batch_size", "length", "d", "d_position", "n_layers", "n_heads", "lr")
 REPORT_KEYS = {"floor": 0.8, "margin": 0.01}
-GRID_KEYS = ("name", "set", "axes", "seeds")
+GRID_KEYS = ("name", "set", "axes", "seeds", "confirmatory")
+#: A confirmatory grid (SCIENCE.md, "Frozen protocols, fresh seeds"): ``confirmatory = true`` on a ``[[grid]]``. It
+#: lists its own ``seeds``, a fixed count read once at 95% with no interim look (rounds never grow it), at least
+#: ``MIN_CONFIRMATORY_SEEDS`` of them (every test against a margin needs 5), none of which the study's seeds, the
+#: seeds its sequential rounds may add, or any other grid's own seeds use: seeds nobody has read. Those of the recorded
+#: pilots (bench/pilots/) are kept apart by a test (tests/test_study.py), since a study file does not know them. Its
+#: comparisons are confirmatory when read under the protocol fixed before they trained (``pelab.study.protocol``).
+MIN_CONFIRMATORY_SEEDS = 5
 #: A study file is a few kilobytes (the presets are under 10 KB).
 MAX_STUDY_BYTES = 1 << 20
 #: Tables and arrays inside one another: a study needs 4 (model.position.scheme in a list in a grid).
@@ -103,6 +111,8 @@ class Grid:
     #: the grid's own seeds (``[[grid]] seeds``): its arms train exactly these, whatever the study's seeds and
     #: rounds; None: the study's
     seeds: list[int] | None = None
+    #: ``confirmatory = true``: its comparisons are read as the protocol's confirmatory test (GRID_KEYS' note)
+    confirmatory: bool = False
 
 
 @dataclass(frozen=True)
@@ -293,6 +303,61 @@ def _check_depth(raw: dict[str, Any]) -> None:
             stack += [(f"{where}[{i}]", x, depth + 1) for i, x in enumerate(v)]
 
 
+def study_seeds(seeds: list[int], sequential: Sequential | None) -> list[int]:
+    """Every seed the study's own arms may train: its ``seeds`` and, with ``[sequential]``, those its rounds may add."""
+    return seed_sequence(seeds, sequential.max_seeds) if sequential else list(seeds)
+
+
+def _check_confirmatory(grids: list[Grid], seeds: list[int], sequential: Sequential | None) -> None:
+    """A confirmatory grid lists its own seeds (at least MIN_CONFIRMATORY_SEEDS), none of which the study's arms (its
+    seeds and rounds) or any other grid's own seeds use: one line naming the grid and the seeds that clash."""
+    for g in grids:
+        if not g.confirmatory:
+            continue
+        if g.seeds is None:
+            raise PelabError(
+                f"grid {g.name!r} confirmatory: a confirmatory grid lists its own seeds, a fixed count read once at "
+                "95% that no other grid or the study trains; add seeds = [...] (e.g. 200 to 229)"
+            )
+        if len(g.seeds) < MIN_CONFIRMATORY_SEEDS:
+            raise PelabError(
+                f"grid {g.name!r} confirmatory: needs at least {MIN_CONFIRMATORY_SEEDS} seeds (every test against a "
+                f"margin does), got {len(g.seeds)}"
+            )
+        what = "the study's seeds" + (" or the seeds its rounds may add" if sequential else "")
+        others = dict.fromkeys(study_seeds(seeds, sequential), what)
+        for other in grids:
+            if other is not g and other.seeds is not None:
+                others.update({s: f"grid {other.name!r}" for s in other.seeds})
+        clash = sorted(set(g.seeds) & set(others))
+        if clash:
+            who = ", ".join(dict.fromkeys(others[s] for s in clash))
+            raise PelabError(
+                f"grid {g.name!r} confirmatory: its seeds must be fresh, but {clash[:5]}"
+                f"{' …' if len(clash) > 5 else ''} are also trained by {who}"
+            )
+
+
+def seeds_used(study: Study) -> set[int]:
+    """Every seed the study names or may train: its own seeds, those its rounds may add, every grid's own."""
+    return set(study_seeds(study.seeds, study.sequential)) | {s for g in study.grids for s in (g.seeds or [])}
+
+
+def confirmatory_clashes(study: Study, others: dict[str, Study]) -> list[str]:
+    """Each confirmatory grid of ``study`` whose seeds some run of another study (``others``: name -> study, e.g.
+    every preset and every recorded pilot) may also train, in words: "full: grid 'C10 confirmatory' shares seeds
+    [200] with pilot quick". [] when every confirmatory grid's seeds are fresh."""
+    out = []
+    for g in study.grids:
+        if not g.confirmatory or g.seeds is None:
+            continue
+        for name, other in others.items():
+            shared = sorted(set(g.seeds) & seeds_used(other))
+            if shared:
+                out.append(f"{study.name}: grid {g.name!r} shares seeds {shared[:5]} with {name}")
+    return out
+
+
 def _grid_runs(study: Study) -> tuple[int, str]:
     """How many runs the grids expand to before deduplication, and the biggest grid's sizes in words."""
     base = flatten(study.base, "")
@@ -368,7 +433,11 @@ def parse_study(text: str, source: str = "") -> Study:
             if not isinstance(v, list) or not v:
                 raise PelabError(f"axes: {k!r} must be a non-empty list of values (got {v!r})")
         own = _seeds(f"grid {name!r} seeds", g["seeds"], least=2) if "seeds" in g else None
-        grids.append(Grid(name, dict(fixed), {k: list(v) for k, v in axes.items()}, own))
+        confirmatory = g.get("confirmatory", False)
+        if not isinstance(confirmatory, bool):
+            raise PelabError(f"grid {name!r} confirmatory: must be true or false (got {confirmatory!r})")
+        grids.append(Grid(name, dict(fixed), {k: list(v) for k, v in axes.items()}, own, confirmatory))
+    _check_confirmatory(grids, seeds, sequential)
     report = raw.get("report", {})
     if not isinstance(report, dict):
         raise PelabError("report: must be a table with floor and margin")

@@ -85,8 +85,7 @@ def _plan_c2(ctx: ReportContext) -> None:
     "an answer to the question",
     "supported when, over seeds, the trained token/position subspaces overlap less than at initialisation beyond "
     "the interval (every add + learned arm that learned) and add is not worse than concat_split (both learned "
-    "positions) beyond the margin ({margin} accuracy, ±2% loss, at least 0.01 nats) on every comparison whose "
-    "arms both learned "
+    "positions) beyond the margin ({margin} accuracy, {loss_margin}) on every comparison whose arms both learned "
     "(floor {floor}; none may be dropped); not supported when concat_split beats add beyond the Holm-corrected "
     "interval on some comparison, or add is worse beyond the margin, or the overlap grows beyond the interval. "
     "The overlap has no margin: SCIENCE.md asks only that it fall beyond the interval",

@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pelab.errors import PelabError
+from pelab.files import make_dirs
 from pelab.report.build import decide_claims
 from pelab.report.catalog import all_claims
 from pelab.report.registry import ClaimResult
@@ -148,7 +149,7 @@ def run_sequential(
     counts: dict[str, int] = {arm: len(study.fixed.get(arm, study.seeds)) for arm in names}
     history: list[dict[str, Any]] = []
     outcome = SequentialOutcome()
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)  # no stray folder for a '..' in --out
     for number in range(1, seq.max_seeds + 1):  # every round adds a seed to some arm, so this bounds it
         current = with_seeds(study, counts)
         history.append({"round": number, "seeds": dict(counts)})

@@ -46,7 +46,7 @@ _MEMO: dict[tuple[str, str, tuple[int, int, int]], dict[str, Any]] = {}
 def _stamp(folder: Path, run_id: str) -> tuple[int, int, int] | None:
     """The checkpoint's identity on disk (inode, size, mtime in ns); None when it cannot be read."""
     try:
-        st = StudyFolder(folder).checkpoint(run_id).stat()
+        st = os.lstat(StudyFolder(folder).checkpoint(run_id))  # a link is never followed (nor loaded)
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -151,15 +151,11 @@ class ReportContext:
 
     @property
     def figures(self) -> Path:
-        p = self.folder / "figures"
-        p.mkdir(parents=True, exist_ok=True)
-        return p
+        return StudyFolder(self.folder).folder("figures")  # made when missing; a link there is refused
 
     @property
     def analysis_dir(self) -> Path:
-        p = self.folder / "analyses"
-        p.mkdir(parents=True, exist_ok=True)
-        return p
+        return StudyFolder(self.folder).folder("analyses")
 
     def has_checkpoint(self, run_id: str) -> bool:
         return StudyFolder(self.folder).has_checkpoint(run_id)

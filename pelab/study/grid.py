@@ -41,6 +41,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -49,7 +50,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from pelab.config import MAX_SEED, TASK_DECIDES, PositionConfig, RunConfig, validation_message
-from pelab.errors import PelabError
+from pelab.errors import PelabError, visible
+from pelab.files import kind_of, read_regular
 from pelab.study.stats import flatten
 
 TOP_KEYS = (
@@ -447,7 +449,7 @@ def parse_study(text: str, source: str = "") -> Study:
             raise PelabError(f"report.{k}: must be a number in [0, 1) (got {v!r})")
     study = Study(
         report={**REPORT_KEYS, **{k: float(v) for k, v in report.items()}},
-        name=str(raw.get("name", Path(source).stem if source else "study")),
+        name=str(raw.get("name", visible(Path(source).stem) if source else "study")),  # a stem's 0xff as \xff
         description=str(raw.get("description", "")),
         seeds=list(seeds),
         base=base,
@@ -538,17 +540,28 @@ def with_seeds(study: Study, counts: dict[str, int]) -> Study:
 
 
 def load_study(path: str | Path) -> Study:
+    """The study in the file at ``path`` (a link to one is followed: the user named it), read whole and validated.
+    A folder, a FIFO, a device (a link to /dev/zero) or a file past ``MAX_STUDY_BYTES`` is refused in one line
+    that says which, without blocking or reading it."""
     path = Path(path)
-    if path.is_dir():
-        raise PelabError(f"study: {str(path)!r} is a directory; give the study file (TOML) itself")
-    if not path.is_file():
-        raise PelabError(f"study: no such file {str(path)!r}")
     try:
-        if path.stat().st_size > MAX_STUDY_BYTES:
-            raise PelabError(f"study: {str(path)!r} is larger than {MAX_STUDY_BYTES:,} bytes; a study file is a few KB")
-        data = path.read_bytes()
+        st = path.stat()
+    except FileNotFoundError:
+        raise PelabError(f"study: no such file {str(path)!r}") from None
     except OSError as e:
         raise PelabError(f"study: cannot read {str(path)!r} ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise PelabError(f"study: {str(path)!r} is a directory; give the study file (TOML) itself")
+    if not stat.S_ISREG(st.st_mode):
+        raise PelabError(
+            f"study: {str(path)!r} is {kind_of(st.st_mode)}, not a study file; give the study file (TOML) itself"
+        )
+    if st.st_size > MAX_STUDY_BYTES:
+        raise PelabError(f"study: {str(path)!r} is larger than {MAX_STUDY_BYTES:,} bytes; a study file is a few KB")
+    try:
+        data = read_regular(path, MAX_STUDY_BYTES, follow=True)  # never blocks, should a FIFO take its place
+    except (OSError, ValueError) as e:
+        raise PelabError(f"study: cannot read {str(path)!r} ({getattr(e, 'strerror', None) or e})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -162,9 +162,10 @@ eval_batches = 4
 
 
 def gpu_study(device: str, steps: int) -> None:
-    """The paper preset's language model (4 arms x 5 seeds) through the study driver on ``device``: every seed in
-    its own process, 8 sharing the GPU (how the driver ran it before stacks were allowed on a GPU), against whole
-    stacks with 2, 4 and 8 processes sharing it (on a GPU the driver no longer splits a stack to feed a process)."""
+    """The (retired) paper preset's language model (4 arms x 5 seeds) through the study driver on ``device``: every
+    seed in its own process, 8 sharing the GPU (how the driver ran it before stacks were allowed on a GPU), against
+    whole stacks with 2, 4 and 8 processes sharing it (on a GPU the driver no longer splits a stack to feed a
+    process)."""
     from functools import partial
 
     import pelab.study.driver as driver

@@ -25,17 +25,17 @@ A stack of S seeds of one arm takes, per training step, on a GPU that the runs i
 - floor: a step's fixed GPU time. A stacked step of 4 layers is 449 ops under bf16 autocast and 355 in fp32
   (counted as above, stacks of 5), whatever the width. Fitted to the one H100 measurement of a stacked study
   (README "On GPUs": the paper's language model, d=128, 128 bytes, 4 layers, batch 32, fp32: 20 runs of 300
-  steps in 19.9 s as stacks of 5, 4 processes sharing the GPU, ASSUMED 5 s of it starting): 3.6 ms in fp32,
-  about 10 us per op (a kernel's launch, its run and the switches between the processes sharing the GPU);
-  bf16 at the same 10 us per op: 4.5 ms.
+  steps in 19.9 s as stacks of 5, 4 processes sharing the GPU, ASSUMED 5 s of it starting): 3.2 ms in fp32,
+  about 9 us per op (a kernel's launch, its run and the switches between the processes sharing the GPU);
+  bf16 at the same 9 us per op: 4.0 ms.
 - A group's process starts fresh (a CUDA context, the corpus read): ASSUMED 3 s, on the CPU, overlapping other
   groups' GPU work; the study's own start (the pool, imports, pre-flight): ASSUMED 20 s.
 - Evaluation: forward passes (a third of a training token's cost) over the test and validation sets at the
   training length and one validation batch per curve point, each pass paying a third of the floor.
 
 The floor was fitted to the slowest of the three H100 figures pelab has: the same model ran 10 runs in 8.9 s with
-2 processes on another H100 (the model says 13.4 s), and the paper preset's first 51 runs, one seed a process and
-8 sharing the GPU, took 5.8 min (the model says 9.2 min). So the model's figure is the pessimistic end of what
+2 processes on another H100 (the model says 13.9 s), and the paper preset's first 51 runs, one seed a process and
+8 sharing the GPU, took 5.8 min (the model says 7.6 min). So the model's figure is the pessimistic end of what
 these three measurements allow, at d=128 in fp32; wider models in bf16 rest on R and BW, assumed, and could
 come out either side of it. Plan against the model's figure, and let the time box and the grid order (the
 driver runs a GPU study grid by grid) decide what a slower GPU leaves out.

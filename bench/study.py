@@ -63,7 +63,7 @@ def runs_per_minute(
 
 
 #: Arm sizes for seeds per CPU-minute: quick's (d=16..64), charlm at quick's and full's size (d=64, 64 bytes:
-#: the presets differ in steps, not size), and d=128 (paper's language models: 128 bytes of context).
+#: the presets differ in steps, not size), and d=128 (the retired paper preset's language models: 128 bytes of context).
 SIZES = {
     "reverse d=32 (quick)": ({"name": "reverse", "length": 10}, {"d": 32, "position": {"scheme": "learned"}}, 32),
     "sort d=16 (quick width)": ({"name": "sort", "length": 12, "vocab": 32}, {"d": 16}, 32),

@@ -455,7 +455,7 @@ def test_an_absurd_estimate_is_refused_off_a_terminal(tmp_path: Path, capsys, mo
         assert cli(capsys, monkeypatch, *args, "--allow-long").rc == 0
 
 
-@pytest.mark.parametrize("preset", ["quick", "full", "paper"])
+@pytest.mark.parametrize("preset", ["quick", "full", "gpu"])
 def test_every_preset_is_within_the_bound_even_on_one_worker(preset: str) -> None:
     from pelab.cli.app import preset_path
     from pelab.study.driver import too_long

@@ -217,6 +217,18 @@ def test_a_confirmatory_grid_must_train_fresh_seeds_of_its_own(grid: str, needle
     assert [g.confirmatory for g in ok.grids] == [False, False, True]
 
 
+def test_confirmatory_grids_on_the_same_seeds_are_one_test() -> None:
+    """add at concat_wide's width is a grid of its own, and its seeds must pair with concat_wide's: confirmatory grids
+    on exactly the same seeds parse; one on an overlapping but different list clashes."""
+    base = STUDY.split("[[grid]]")[0]
+    grid = '[[grid]]\nname = "{}"\nseeds = {}\nconfirmatory = true\nset = {{ "model.d" = {} }}\n'
+    seeds = [500, 501, 502, 503, 504]
+    ok = parse_study(base + grid.format("wide", seeds, 12) + grid.format("add at its width", seeds, 24))
+    assert [g.confirmatory for g in ok.grids] == [False, True, True]  # the study's own axes, then the two
+    with pytest.raises(PelabError, match="are also trained by grid 'other'"):
+        parse_study(base + grid.format("wide", seeds, 12) + grid.format("other", [*seeds[:4], 505], 24))
+
+
 def test_seeds_used_and_a_planted_clash_with_a_pilot() -> None:
     study = parse_study(STUDY)
     assert seeds_used(study) == {0, 1, 2, 3, 4, 200, 201, 202, 203, 204}

@@ -70,7 +70,7 @@ def parse_grid(grid: str | None) -> tuple[int, int] | None:
     return rows, cols
 
 
-PRESETS = ("quick", "full", "paper")
+PRESETS = ("quick", "full", "gpu")
 
 
 def preset_path(name: str) -> Path:

@@ -18,7 +18,7 @@ from pelab.errors import PelabError, visible
 @app.command()
 def study(
     file: Annotated[Path | None, typer.Argument(help="study file (TOML); default: the chosen preset")] = None,
-    preset: Annotated[str, typer.Option(help="built-in study when no file is given: quick | full | paper")] = "quick",
+    preset: Annotated[str, typer.Option(help="built-in study when no file is given: quick | full | gpu")] = "quick",
     out: Annotated[Path | None, typer.Option(help="study folder (default: pelab-out/NAME)")] = None,
     workers: Annotated[
         int | None, typer.Option(help="runs at a time (default: one per core; with Ray, as many as the cluster fits)")
@@ -129,7 +129,7 @@ def _on_terminal() -> bool:
 
 
 #: Past this many arms, ``pelab study --no-report`` names the commands that show the numbers instead of printing
-#: them (the paper preset has 207 arms).
+#: them (the gpu preset has 72 arms).
 MAX_TABLE_ARMS = 30
 
 

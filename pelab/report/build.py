@@ -118,8 +118,8 @@ def rate_note(study: Study) -> str:
                 "below for each arm's rate and the verdicts at one fixed rate)")  # fmt: skip
     fixed = sorted({r.train.lr for r in study.runs})
     return (f"one fixed rate per task ({', '.join(f'{x:g}' for x in fixed)}), the same for every arm of a comparison, "
-            "not tuned per arm: an arm that wants another rate can lose for that reason alone (the paper preset "
-            "gives a grid of rates)")  # fmt: skip
+            "not tuned per arm: an arm that wants another rate can lose for that reason alone (the gpu preset "
+            "gives its C7 and C18 arms a grid of rates)")  # fmt: skip
 
 
 def rates_section(ctx: ReportContext, claims: list[ClaimResult]) -> Section | None:

@@ -36,6 +36,12 @@ def measure_job(folder: str, name: str, run_id: str, at_init: bool) -> dict[str,
     return MEASURES[name](inputs)
 
 
+#: What a claim says of the arms ``ReportContext.unmeasured`` left out, with how many.
+NOT_MEASURED = (
+    "{n} arm(s) that learned kept no checkpoint (the study ran with --no-checkpoints), so their models were not "
+    "measured and take no part here; a study that keeps checkpoints (the default of `pelab study`) measures them"
+)
+
 #: Measures of stored models already computed in this process, by study folder, measure key and the checkpoint's
 #: identity on disk. A sequential study reads the same models at every look and again in its report, in one
 #: process; a run's checkpoint never changes under its run id (a replaced or rewritten file has another inode,
@@ -177,6 +183,18 @@ class ReportContext:
         if done.empty or not side(done, "arm").learned(self.floor):  # one test, language models included
             return []
         return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+
+    def unmeasured(self, arm: pd.DataFrame) -> bool:
+        """Whether an arm learned its task but none of its finished runs kept a checkpoint (a study run with
+        ``--no-checkpoints``, as a GPU lease runs one): its models cannot be measured, which says nothing about
+        whether it learned. A claim leaves such an arm out of its measured comparisons (``NOT_MEASURED``) rather
+        than call it below the floor."""
+        from pelab.report.evidence import side
+
+        done = arm[arm.status == "done"]
+        if done.empty or not side(done, "arm").learned(self.floor):
+            return False
+        return not any(self.has_checkpoint(str(r)) for r in done.run_id)
 
     def submit(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> None:
         """Start ``measure`` for these runs on the report's workers without waiting (nothing without a pool). A

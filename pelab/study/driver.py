@@ -16,14 +16,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError, check_range, visible
-from pelab.preflight import check_data, check_fits, check_gpu_share, machine_bytes
+from pelab.preflight import CUDA_CONTEXT_BYTES, check_data, check_fits, check_gpu_share, machine_bytes
 from pelab.preflight import runs_per_gpu as default_runs_per_gpu
 from pelab.records import ENGINE, RunResult
 from pelab.study.backends import OnResult, default_threads, device_slots, run_local
 from pelab.study.estimate import group_seconds
 from pelab.study.folder import CHECKPOINTS, StudyFolder
 from pelab.study.grid import Study
-from pelab.study.groups import stack_groups, study_seconds, unstacked_arms
+from pelab.study.groups import grid_tiers, stack_groups, study_seconds, unstacked_arms
 from pelab.study.progress import Pace, PlainProgress
 from pelab.study.protocol import record_protocol
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
@@ -196,7 +196,9 @@ def run_study(
                     console.print(expected_line(pending, backend, workers, "cuda" if gpu else device))
                     for why, n in _unstacked(pending).items():
                         console.print(f"{n} arm(s) train one seed at a time ({why}); the rest train stacked")
-            groups = stack_groups(pending, slots, budget=_stack_budget(backend, device, slots), gpu=gpu)
+            # on a GPU, grid by grid in the study file's order: a time-boxed lease ends with its first grids done
+            budget = _stack_budget(backend, device, slots, gpu)
+            groups = stack_groups(pending, slots, budget=budget, gpu=gpu, tiers=grid_tiers(study) if gpu else None)
             pace = Pace({c.run_id: group_seconds(g) / len(g) for g in groups for c in g})
             with progress_display(console, quiet) as progress:
                 task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="", left="")
@@ -232,11 +234,16 @@ def run_study(
 Execute = Callable[[list[list[RunConfig]], OnResult], None]
 
 
-def _stack_budget(backend: str, device: str, slots: int) -> int:
-    """Bytes one group may use: this machine's memory (or its GPU's) shared by the groups running at once, half of
-    it (the estimate errs high, but the report's analyses and the driver need room too); a Ray node's assumed."""
+def _stack_budget(backend: str, device: str, slots: int, gpu: bool = False) -> int:
+    """Bytes one group may use: this machine's memory shared by the groups running at once, half of it (the
+    estimate errs high, but the report's analyses and the driver need room too); on a GPU, which holds nothing
+    else, the 80% that ``preflight.runs_per_gpu`` shares out, less each process's CUDA context (so a stack of five
+    language models at d=640 stays whole with 4 processes on an 80 GB GPU); a Ray node's assumed."""
     if backend != "local":
         return RAY_NODE_BYTES // 2
+    if gpu:
+        first = device if device.startswith("cuda") else "cuda"
+        return max(1, int(0.8 * machine_bytes(first)) // max(1, slots) - CUDA_CONTEXT_BYTES)
     return machine_bytes("cpu" if device == "auto" else device) // (2 * max(1, slots))
 
 

@@ -312,7 +312,8 @@ def study_seeds(seeds: list[int], sequential: Sequential | None) -> list[int]:
 
 def _check_confirmatory(grids: list[Grid], seeds: list[int], sequential: Sequential | None) -> None:
     """A confirmatory grid lists its own seeds (at least MIN_CONFIRMATORY_SEEDS), none of which the study's arms (its
-    seeds and rounds) or any other grid's own seeds use: one line naming the grid and the seeds that clash."""
+    seeds and rounds) or any other grid's own seeds use, save confirmatory grids on exactly the same seeds (one test
+    over several grids): one line naming the grid and the seeds that clash."""
     for g in grids:
         if not g.confirmatory:
             continue
@@ -329,7 +330,10 @@ def _check_confirmatory(grids: list[Grid], seeds: list[int], sequential: Sequent
         what = "the study's seeds" + (" or the seeds its rounds may add" if sequential else "")
         others = dict.fromkeys(study_seeds(seeds, sequential), what)
         for other in grids:
-            if other is not g and other.seeds is not None:
+            # confirmatory grids on the very same seeds are one test laid out over several grids (add at concat_wide's
+            # width is a grid of its own, and its seeds pair with concat_wide's): only another list may clash
+            same_test = other.confirmatory and other.seeds is not None and set(other.seeds) == set(g.seeds)
+            if other is not g and other.seeds is not None and not same_test:
                 others.update({s: f"grid {other.name!r}" for s in other.seeds})
         clash = sorted(set(g.seeds) & set(others))
         if clash:

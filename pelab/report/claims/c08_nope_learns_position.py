@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from pelab.report.context import ReportContext
+from pelab.report.context import NOT_MEASURED, ReportContext
 from pelab.report.evidence import select
 from pelab.report.measured import TaskPlace, _configs, _figures, _seed, measured_side, run_side
 from pelab.report.registry import ClaimResult, Table, claim
@@ -114,8 +114,13 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     )
     items, table, shown = [], [], []
     sizes: dict[str, tuple[float, float]] = {}  # task -> NoPE's best-layer probe and chance, for the key
+    unmeasured = 0
     for task, scheme, comb, arm, runs in _c8_arms(ctx):
         acc = float(arm[arm.status == "done"]["m.acc"].mean())
+        if not runs and ctx.unmeasured(arm):  # learned, but no checkpoint to probe: no row, not "below the floor"
+            table.append([str(task), f"{scheme} + {comb}", pct(acc), "no checkpoint: not probed", "", "", ""])
+            unmeasured += 1
+            continue
         if not runs:
             table.append([str(task), f"{scheme} + {comb}", pct(acc), "below the floor: not probed", "", "", ""])
             if scheme == "none":
@@ -184,6 +189,8 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     r.key = f"equivariant: {equi} (exact); NoPE decoder learns position: {probe.verdict} ({per_task or 'no decoder'})"
     if probe.verdict == TOO_SMALL:
         r.caveats.append("No NoPE decoder reached the floor at this budget, so the probe half could not be drawn.")
+    if unmeasured:
+        r.caveats.append(f"Probes: {NOT_MEASURED.format(n=unmeasured)}.")
     r.metric = used_metrics(probe)
     r.run_ids = sorted(set(runs_of(probe)) | set(shown))
     r.rows = row_records(probe, "NoPE probe beats control")

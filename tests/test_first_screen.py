@@ -134,7 +134,10 @@ def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
                                            metric="loss")])  # fmt: skip
     out = answer_sentences([c6, c7, c9, c18, claim("C1", SUPPORTED, [])])
     assert 1 <= len(out) <= 5
-    assert [s["id"] for s in out] == ["C6", "C6", "C9", "C7", "C18"]
+    # C9 ran nothing: said once, with every claim that ran nothing, last and without a link of its own
+    assert [s["id"] for s in out] == ["C6", "C6", "C7", "C18", ""]
+    assert out[4]["text"] == "Not run in this study (the full preset runs them): on frozen pretrained word vectors (MiniLM) (C9)"
+    out = [*out[:2], out[4], *out[2:4]]  # in the claims' order, as the checks below read them
     for s in out[:2] + out[3:]:
         assert any(ch.isdigit() for ch in s["text"]), s
     for s in out:  # one plain sentence that counts; the bounds and their caveats are the details under it
@@ -148,7 +151,7 @@ def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
     assert "differs by at most 2.0 pp accuracy" in said(out[3])  # C7: max(|−0.02|, |0.005|)
     # loss higher: behind; the B arm of C18's causal rows is the best scheme of the run
     assert "causal ones were behind rotary, the best here, by 3.0% to 5.0% in held-out loss" in said(out[4])
-    assert "not run" in said(out[2])
+    assert "Not run" in said(out[2])
 
 
 def test_claim_lines_are_short_and_carry_the_verdict() -> None:
@@ -258,11 +261,8 @@ def test_a_claim_not_run_here_points_to_the_command_that_runs_it() -> None:
     c4 = claim("C4", NOT_RUN, [], title="Four jobs")  # undecided because its second half was not run; the first ran
     c4.halves = {"cross terms carry ≥ 10%": INCONCLUSIVE, "removing them costs": NOT_RUN}
     lines = run_elsewhere([c13, c4, c18, claim("C6", SUPPORTED, [])])
-    assert lines == [
-        f"C13 (Segments): not run in this study; `{FULL_COMMAND}` runs it",
-        f"C4, removing them costs: not run in this study; `{FULL_COMMAND}` runs it",
-        f"C18, masked: not run in this study; `{FULL_COMMAND}` runs it",
-    ]
+    # one line: the claims not run at all by id, then the halves not run of claims that ran
+    assert lines == [f"C13, C4 (removing them costs), C18 (masked): not run in this study; `{FULL_COMMAND}` runs them"]
     assert FULL_COMMAND in PHRASE[NOT_RUN] and FULL_COMMAND == "pelab study --preset full"
     line = claim_line(c13)
     assert line.endswith(f"({FULL_COMMAND} runs it).") and len(line.split()) <= MAX_WORDS

@@ -88,7 +88,7 @@ def test_the_report_prints_the_protocol_its_runs_were_trained_under(
     assert record["study"]["sha256"] == pr.text_sha256(TINY.read_text())
     md = (study_dir / "report.md").read_text()
     line = next(x for x in md.splitlines() if x.startswith("- Protocol: "))
-    assert line.startswith(f"- Protocol: protocol: rules sha256 {record['rules']['sha256'][:12]}… (")
+    assert line.startswith(f"- Protocol: rules sha256 {record['rules']['sha256'][:12]}… (")
     assert f"fixed on {record['fixed'][:10]}" in line and "changed since" not in line
     claims = json.loads((study_dir / "claims.json").read_text())
     rows = [r for c in claims for r in c["rows"] if "reading" in r]
@@ -96,7 +96,8 @@ def test_the_report_prints_the_protocol_its_runs_were_trained_under(
     read = [c for c in claims if any(r.get("metric") and "reading" in r for r in c["rows"])]  # a row on a metric
     assert all(c["reading"] == "exploratory" for c in read), [(c["id"], c["reading"]) for c in read]
     ctx = load_context(study_dir)
-    assert protocol_line(ctx) == line.removeprefix("- Protocol: ").split(". A comparison is confirmatory")[0]
+    said = line.removeprefix("- Protocol: ").split(". A comparison is confirmatory")[0]
+    assert protocol_line(ctx) == f"protocol: {said}"
     monkeypatch.setattr(pr, "RULE_FILES", (*pr.RULE_FILES, "report/build.py"))
     assert "the rules changed since these runs were trained: the verdicts below are read by newer rules" in (
         protocol_line(ctx).replace(f" (now sha256 {pr.rules_sha256()[:12]}…)", "")

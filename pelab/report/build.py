@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -38,7 +39,7 @@ from pelab.report.published import published_section
 from pelab.report.registry import Claim, ClaimResult, Figure, Section, Table
 from pelab.report.render import template_env, verdict_split
 from pelab.report.summary import DOC, claims_markdown, not_measured, run_elsewhere, scale, seeds_line
-from pelab.rules import ERROR, FLOOR_POLICY
+from pelab.rules import ERROR, FLOOR_POLICY, NOT_RUN
 from pelab.study.design import load_design, reading_under, seeds_text
 from pelab.study.protocol import confirmatory_runs, read_protocol, reading_protocol
 
@@ -327,6 +328,7 @@ def build_report(
         "width d, layers, heads",
     ]
     env = template_env(folder)
+    gone = {c.id for c in claims if c.verdict == NOT_RUN}
     data = dict(
         study=ctx.study,
         claims=claims,
@@ -356,7 +358,8 @@ def build_report(
         published=published(published_.tables[0].columns, published_.tables[0].rows),
         published_about=published_.paragraphs,
         lines={c.id: claim_line(c) for c in claims},
-        not_measured=not_measured(ctx) + run_elsewhere(claims),
+        not_measured=[x for x in not_measured(ctx) if re.match(r"C\d+", x).group() not in gone]
+        + run_elsewhere(claims),  # a part of a claim that ran, then the claims that did not run at all, by id
         scale=scale(ctx),
         sequential=sequential_text(ctx, claims),
         protocol=protocol_line(ctx),

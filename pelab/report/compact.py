@@ -95,13 +95,25 @@ def measured_head(cell: str) -> str:
     return text + (f" (+{len(parts) - 1} more)" if len(parts) > 1 else "")
 
 
+#: The outcome of a published result whose runs this study does not have (``pelab.report.published``).
+NOT_RUN_OUTCOME = "not run"
+
+
 def published(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Compact:
     """The published-vs-measured table as result | published | measured | outcome; the measured cell's full text
     and the "why" column become notes."""
     cols = [str(c) for c in columns]
     keep = [c for c in cols if c != "why"]
     out = Compact("Published vs measured", keep, [])
+    outcome = cols.index("outcome") if "outcome" in cols else None
+    # a result this study did not run at all is named once under the table, not given a row of "not run" cells
+    absent = [re.sub(r"^(.*?\d{4}).*$", r"\1", str(r[0]))  # "Haviv et al. 2022 (masked), …" reads "Haviv et al. 2022"
+              for r in rows if outcome is not None and str(r[outcome]).strip() == NOT_RUN_OUTCOME]  # fmt: skip
+    if absent:
+        out.about = f"Not run in this study (the full preset runs them): {', '.join(dict.fromkeys(absent))}."
     for row in rows:
+        if outcome is not None and str(row[outcome]).strip() == NOT_RUN_OUTCOME:
+            continue
         cells = dict(zip(cols, (" ".join(str(x).split()) for x in row), strict=True))
         line = []
         for c in keep:

@@ -422,10 +422,18 @@ def answer_sentences(claims: Sequence[Any], floor: float | None = None, margin: 
                         family_rows(by_id.get("C7"), "none vs sinusoidal")),
     ]  # fmt: skip
     out = []
+    absent = []
     for cid, made_ in zip(("C6", "C6", "C9", "C7", "C18"), made, strict=True):
         if made_ is not None:
             text, details, verdict = made_
+            if verdict == NOT_RUN and not details and by_id.get(cid) is not None and not by_id[cid].rows:
+                absent.append((cid, text.split(":")[0]))  # said once, together, below
+                continue
             out.append({"id": cid, "verdict": verdict, "text": text, "details": details})
+    if absent:  # a study that runs none of a claim's comparisons says so in one sentence, not one per claim
+        names = ", ".join(f"{what[0].lower() + what[1:]} ({cid})" for cid, what in absent)
+        out.append({"id": "", "verdict": NOT_RUN, "text": f"Not run in this study (the full preset runs them): {names}",
+                    "details": []})  # fmt: skip
     return out[:5]
 
 

@@ -194,14 +194,17 @@ def not_measured(ctx: ReportContext) -> list[str]:
 def run_elsewhere(claims: list[ClaimResult]) -> list[str]:
     """Each claim, or half of one, that this study did not run, with the command that runs it: every claim stays
     present in the report, and one that has no evidence here says where its evidence is."""
-    out = []
+    whole, parts = [], []
     for c in claims:
         halves = c.halves or {}
         if c.verdict == NOT_RUN and all(v == NOT_RUN for v in halves.values()):
-            out.append(f"{c.id} ({c.title})")
+            whole.append(c.id)
         else:  # a claim undecided because one half was not run names that half, not the claim: the other half ran
-            out += [f"{c.id}, {half}" for half, v in halves.items() if v == NOT_RUN]
-    return [f"{what}: not run in this study; `{FULL_COMMAND}` runs it" for what in out]
+            parts += [f"{c.id} ({half})" for half, v in halves.items() if v == NOT_RUN]
+    if not whole and not parts:
+        return []
+    # one line: the claims by id (each has its section, which says the same), then the halves
+    return [f"{', '.join(whole + parts)}: not run in this study; `{FULL_COMMAND}` runs them"]
 
 
 def scale(ctx: ReportContext) -> str:
@@ -220,8 +223,9 @@ def scale(ctx: ReportContext) -> str:
     lo_p, hi_p = int(done.params.min()), int(done.params.max())
     lo_t, hi_t = min(tokens.values()), max(tokens.values())
     _, per_arm, how = seeds_used(ctx)
+    span = lambda lo, hi: f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"  # noqa: E731
     return (
-        f"Scale: models of {lo_p:,}–{hi_p:,} parameters, {lo_t:,}–{hi_t:,} tokens seen per run, "
+        f"Scale: models of {span(lo_p, hi_p)} parameters, {span(lo_t, hi_t)} tokens seen per run, "
         f"{per_arm} per arm{f' ({how})' if how else ''}, {len(done)} finished runs. Verdicts hold at this scale only."
     )
 

@@ -136,7 +136,9 @@ def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
     assert 1 <= len(out) <= 5
     # C9 ran nothing: said once, with every claim that ran nothing, last and without a link of its own
     assert [s["id"] for s in out] == ["C6", "C6", "C7", "C18", ""]
-    assert out[4]["text"] == "Not run in this study (the full preset runs them): on frozen pretrained word vectors (MiniLM) (C9)"
+    assert out[4]["text"] == (
+        "Not run in this study (the full preset runs them): on frozen pretrained word vectors (MiniLM) (C9)"
+    )
     out = [*out[:2], out[4], *out[2:4]]  # in the claims' order, as the checks below read them
     for s in out[:2] + out[3:]:
         assert any(ch.isdigit() for ch in s["text"]), s
@@ -345,12 +347,14 @@ def test_the_seeds_line_says_what_each_arm_got() -> None:
     ctx = SimpleNamespace(frame=frame, study=study)
     assert seeds_line(ctx) == "seeds 0–7 (5 to 8 paired seeds per arm, sequential)"
     fixed = SimpleNamespace(frame=frame[frame.run_id.str.startswith("b")],
-                            study=SimpleNamespace(runs=runs[8:], seeds=[0, 1, 2, 3, 4], sequential=None, fixed={}))  # fmt: skip
+                            study=SimpleNamespace(runs=runs[8:], seeds=[0, 1, 2, 3, 4], sequential=None,
+                                                  fixed={}))  # fmt: skip
     assert seeds_line(fixed) == "seeds 0–4 (5 paired seeds per arm)"
     # an arm on a grid's own seeds (200-229) is counted apart: the rounds' counts stay 5 to 8
     own = [SimpleNamespace(run_id=f"c{s}", arm_id="c", seed=s) for s in range(200, 230)]
     frame = pd.concat([frame, pd.DataFrame({"run_id": [r.run_id for r in own], "status": ["done"] * 30})])
-    study = SimpleNamespace(runs=runs + own, seeds=[0, 1, 2, 3, 4], sequential=object(), fixed={"c": list(range(200, 230))})
+    fixed = {"c": list(range(200, 230))}
+    study = SimpleNamespace(runs=runs + own, seeds=[0, 1, 2, 3, 4], sequential=object(), fixed=fixed)
     assert seeds_line(SimpleNamespace(frame=frame, study=study)) == (
         "seeds 0–7, 200–229 (5 to 8 paired seeds per arm, sequential; 30 on a grid's own seeds)"
     )

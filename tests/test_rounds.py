@@ -311,7 +311,8 @@ def test_a_grid_with_its_own_seeds_trains_them_and_rounds_leave_it_alone() -> No
     assert len([r for r in grown.runs if r.arm_id not in fixed]) == 10
     full, design = design_of(study, [{a: 3 for a in every}, every])
     assert all(r.run_id not in design.runs for r in full.runs if r.arm_id in fixed)  # outside the design
-    a, b = ([r.run_id for r in full.runs if r.arm_id in fixed and r.model.combine == c] for c in ("add", "concat_split"))
+    a, b = ([r.run_id for r in full.runs if r.arm_id in fixed and r.model.combine == c]
+            for c in ("add", "concat_split"))  # fmt: skip
     assert design.looks(a, b) is None  # read without interim looks, at the plain level
     assert "fixed seeds, read without interim looks: " in seeds_text(full, design)
     assert "reverse: add, d=24 6 (seeds 10–15)" in seeds_text(full, design)

@@ -10,9 +10,9 @@ its FLOPs. The fit is 4% high on quick's total (per task -20% to +28%) and 13% l
 (per kind -35% to +5%; addition, a decoder on short sequences, the lowest: its per-step cost is not in its size).
 The fit it replaced, made on 2026-11-23 before the stacked path got faster, was 68% high on quick. Other machines
 differ; each study records this machine's pace against the fit, and the next study's estimate is scaled by it. A GPU
-is much faster for the larger presets. Evaluation at the default budget (``eval_batches`` x ``eval_batch_size`` sequences per size) is
-folded into the other constants; sequences past it are added as forward passes (a third of a training token's
-cost), so a study that asks for a billion evaluation batches is told what that costs.
+is much faster for the larger presets. Evaluation at the default budget (``eval_batches`` x ``eval_batch_size``
+sequences per size) is folded into the other constants; sequences past it are added as forward passes (a third of a
+training token's cost), so a study that asks for a billion evaluation batches is told what that costs.
 """
 
 from __future__ import annotations

@@ -386,6 +386,17 @@ def restore(items: list[dict[str, Any]] | None) -> None:
         activate(src)
 
 
+def unload(name: str) -> None:
+    """Forget a plugin: its registrations, its module and its record (tests load plugins into one process and
+    must leave the registries as they found them; a real command never needs it)."""
+    plugin = _LOADED.pop(name, None)
+    if plugin is None:
+        return
+    for field, registered in plugin.provides:
+        REGISTRIES[field][0].forget(registered)
+    sys.modules.pop(name, None)
+
+
 def records_for(names: list[str] | set[str], with_source: bool = True) -> list[dict[str, Any]]:
     """The records of loaded plugins by name (a study's, a run's), sorted by name."""
     return [_LOADED[n].record(with_source) for n in sorted(names) if n in _LOADED]

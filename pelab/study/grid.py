@@ -327,7 +327,8 @@ def _plugin_entries(value: Any) -> list[str]:
     ok = isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value)
     if not ok:
         raise PelabError(
-            f'plugins: must be a non-empty list of plugin files or dotted modules, e.g. ["my_pe.py"] (got {value!r:.60})'
+            'plugins: must be a non-empty list of plugin files or dotted modules, e.g. ["my_pe.py"] '
+            f"(got {value!r:.60})"
         )
     names = [plugin_code.module_name(v) for v in value]
     twice = [v for v, n in zip(value, names, strict=True) if names.count(n) > 1]

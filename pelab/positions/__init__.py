@@ -17,7 +17,10 @@ register = SCHEMES.register
 scheme_class = SCHEMES.lookup
 
 
-_MODULES = ("sinusoidal", "learned", "none", "rotary", "alibi", "t5", "untied", "sincos2d")
+# The last three are written as plugins would be (the public interface alone), and registered as pelab's own.
+_MODULES = (
+    "sinusoidal", "learned", "none", "rotary", "alibi", "t5", "untied", "sincos2d", "randomized", "xpos", "kerple"
+)  # fmt: skip
 for _module in _MODULES:
     importlib.import_module(f"pelab.positions.{_module}")
 

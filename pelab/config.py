@@ -112,6 +112,14 @@ class _PositionBase(Frozen):
         """The chosen scheme's own options, what it is built with."""
         return {k: getattr(self, k) for k in scheme_class(self.scheme).Options.model_fields}
 
+    def with_scheme(self, scheme: str) -> _PositionBase:
+        """The same settings for another scheme: pelab's own options kept, a plugin scheme's own left behind (they
+        mean nothing to another scheme, and would be refused)."""
+        if scheme == self.scheme:
+            return self
+        kept = {k: v for k, v in self.model_dump().items() if k in type(self).model_fields}
+        return type(self).model_validate({**kept, "scheme": scheme})
+
 
 def option_conflict(cls: type) -> str | None:
     """Why a scheme registered after import (a plugin's) cannot serve: an option it declares under the name of one

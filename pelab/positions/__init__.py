@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from pelab.positions.base import PositionScheme, SchemeContext
+from pelab.positions.base import PositionScheme, SchemeContext, relative_offsets
 from pelab.registry import Registry
 
 SCHEMES: Registry[PositionScheme] = Registry("position")
@@ -24,4 +24,4 @@ _MODULES = (
 for _module in _MODULES:
     importlib.import_module(f"pelab.positions.{_module}")
 
-__all__ = ["SCHEMES", "PositionScheme", "SchemeContext", "register", "scheme_class"]
+__all__ = ["SCHEMES", "PositionScheme", "SchemeContext", "register", "relative_offsets", "scheme_class"]

@@ -74,12 +74,14 @@ def show(
     check_image("png", png)
     if csv is not None and csv.is_dir():
         raise PelabError(f"csv: {csv} is a folder; give a file name such as {csv / 'table.csv'}")
+    from pelab.positions import with_tables
+
     position = build(PositionConfig, scheme=scheme, layout=layout)
     table = scheme_table(position, d, length, parse_grid(grid), max_len=max_len)
     if table is None:
         raise PelabError(
             f"scheme: {scheme} has no input table (it acts inside attention); "
-            "schemes with one: sinusoidal, learned, sincos2d"
+            f"schemes with one: {with_tables()}"
         )
     values = table.numpy()
     if csv is not None:

@@ -239,6 +239,7 @@ def test_a_plugin_from_another_folder_trains_in_a_study_and_shows_in_the_report(
     md = (out / "report.md").read_text()
     assert f"| my_pe | {plugin.resolve()} | {sha[:12]} | 0.1 | combine half_add, position decay |" in md
     assert sha[:12] in (out / "report.html").read_text()
+    assert "decay + none + decay_slope=0.25" in md and "decay + none + decay_slope=1" in md  # C17: two arms, not one
     claims = {c["id"]: c for c in json.loads((out / "claims.json").read_text())}
     assert claims["C17"]["plugins"][0]["sha256"] == sha
     assert "plugins" not in claims["C1"]  # a claim read off pelab's own sinusoid names no plugin

@@ -64,7 +64,7 @@ class XPos(PositionScheme):
         pos = positions.to(self.inv_freq.dtype)
         angles = pos[:, None] * self.inv_freq[None, :]  # (T, E/2)
         angles = torch.cat([angles, angles], dim=-1)  # (T, E): pairs (j, j + E/2)
-        centre = (int(positions.max()) + 1) // 2 if positions.numel() else 0
+        centre = torch.div(positions.max() + 1, 2, rounding_mode="floor") if positions.numel() else 0  # no sync
         power = (pos - centre) / self.scale_base  # (T,)
         scale = self.zeta[None, :] ** power[:, None]  # (T, E/2)
         scale = torch.cat([scale, scale], dim=-1)  # (T, E)

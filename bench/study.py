@@ -63,7 +63,7 @@ def runs_per_minute(
 
 
 #: Arm sizes for seeds per CPU-minute: quick's (d=16..64), charlm at quick's and full's size (d=64, 64 bytes:
-#: the presets differ in steps, not size), and d=128 (paper's language models: 128 bytes of context).
+#: the presets differ in steps, not size), and d=128 (the retired paper preset's language models: 128 bytes of context).
 SIZES = {
     "reverse d=32 (quick)": ({"name": "reverse", "length": 10}, {"d": 32, "position": {"scheme": "learned"}}, 32),
     "sort d=16 (quick width)": ({"name": "sort", "length": 12, "vocab": 32}, {"d": 16}, 32),
@@ -162,9 +162,10 @@ eval_batches = 4
 
 
 def gpu_study(device: str, steps: int) -> None:
-    """The paper preset's language model (4 arms x 5 seeds) through the study driver on ``device``: every seed in
-    its own process, 8 sharing the GPU (how the driver ran it before stacks were allowed on a GPU), against whole
-    stacks with 2, 4 and 8 processes sharing it (on a GPU the driver no longer splits a stack to feed a process)."""
+    """The (retired) paper preset's language model (4 arms x 5 seeds) through the study driver on ``device``: every
+    seed in its own process, 8 sharing the GPU (how the driver ran it before stacks were allowed on a GPU), against
+    whole stacks with 2, 4 and 8 processes sharing it (on a GPU the driver no longer splits a stack to feed a
+    process)."""
     from functools import partial
 
     import pelab.study.driver as driver

@@ -8,11 +8,18 @@ over; the new file gets the mode a plain ``open`` would give it.
 
 A cache (anything pelab can compute again) that is damaged is reported in one line and
 computed again (``read_json_cache``): never fatal.
+
+A study folder is untrusted input (it is what a researcher sends a reviewer), so the files pelab keeps in one are
+opened by ``open_regular`` alone: never through a symbolic link (``O_NOFOLLOW``, and the descriptor checked to be
+the regular file ``lstat`` saw), never blocking on a FIFO; anything else is refused in one line naming the path and
+what it is. Files a library opens by name (SQLite's database and its -wal and -shm) are checked first with
+``check_regular``, folders made with ``real_folder`` (never a link) or ``make_dirs`` (no stray folder for a ``..``).
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import re
@@ -25,14 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from pelab import interrupts
-from pelab.errors import PelabError
+from pelab.errors import PelabError, visible
 
 #: The names ``atomic_path`` gives its temporary files (``.NAME.XXXXXXXX.tmp``), so a later run can tell what
 #: an interrupted write left behind.
 TEMP = re.compile(r"^\..+\.[^.]+\.tmp$")
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of this mode is, in words ("a FIFO (named pipe)")."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -67,8 +77,104 @@ def target_mode(path: Path) -> int:
     if stat.S_ISLNK(st.st_mode):
         return 0o666 & ~umask()
     if not stat.S_ISREG(st.st_mode):
-        raise PelabError(f"{path}: is {_kind(st.st_mode)}; pelab writes only regular files; choose another path")
+        raise PelabError(f"{path}: is {kind_of(st.st_mode)}; pelab writes only regular files; choose another path")
     return stat.S_IMODE(st.st_mode)
+
+
+def refusal(path: str | Path, mode: int, what: str, advice: str = "remove it") -> PelabError:
+    """The one line for a path in a study folder that is not the regular file (or folder) pelab keeps there."""
+    if stat.S_ISLNK(mode):
+        return PelabError(
+            f"{path}: is a symbolic link, not {what}; pelab never reads or writes a study folder's files through a "
+            "link; remove the link"
+        )
+    return PelabError(f"{path}: is {kind_of(mode)}, not {what}; {advice}")
+
+
+def check_regular(path: str | Path, what: str, advice: str = "remove it") -> os.stat_result | None:
+    """``path``'s ``lstat`` when it is a regular file, None when nothing is there; a link (dangling or not), a
+    folder, a FIFO, a device or a socket is refused (``refusal``). For a file a library opens by name (SQLite)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise refusal(path, st.st_mode, what, advice)
+    return st
+
+
+def open_regular(path: str | Path, flags: int, what: str, advice: str = "remove it") -> int:
+    """A descriptor of the regular file at ``path``: the one way pelab opens a study folder's files (its lock, its
+    records, its checkpoints). Never through a link (``O_NOFOLLOW``: a planted ``study.lock -> /etc/passwd`` is
+    refused, not truncated), never blocking on a FIFO (``O_NONBLOCK``, cleared once the file is known to be
+    regular), and the opened file is the one ``lstat`` saw (a swap in between is refused too). ``flags``: the
+    access, with ``O_CREAT`` to make a missing file (0o666 less the umask). Anything but a regular file:
+    PelabError ``"{path}: is ..., not {what}; {advice}"``."""
+    before = check_regular(path, what, advice)  # a device is never opened: opening one can act
+    safe = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags | safe, 0o666)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.ENOTDIR) and os.path.lexists(path):
+            check_regular(path, what, advice)  # a link or a special file put there meanwhile: its own line
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise refusal(path, st.st_mode, what, advice)
+        if before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+            raise PelabError(f"{path}: was replaced while pelab opened it; run the same command again")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_file(path: str | Path, what: str, limit: int) -> bytes:
+    """The bytes of a study folder's regular file (``open_regular``); past ``limit`` bytes it is refused (a 10 GB
+    sparse record is not read into memory)."""
+    fd = open_regular(path, os.O_RDONLY, what)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise PelabError(f"{path}: holds {size:,} bytes, more than {what} ever does ({limit:,}); remove it")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit + 1)
+    finally:
+        os.close(fd)
+
+
+def real_folder(path: str | Path) -> Path:
+    """A folder inside a study folder (checkpoints/, analyses/, figures/), made when missing; a link in its place
+    is refused, never followed (files written through it would land outside the study folder), as is a file."""
+    path = Path(path)
+    try:
+        os.mkdir(path)
+        return path
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise refusal(path, st.st_mode, "a folder", "move it away")
+    return path
+
+
+def make_dirs(path: str | Path) -> Path:
+    """``mkdir -p`` that leaves no stray folder: a ``..`` after a folder that does not exist is refused, as the OS
+    would refuse to open such a path, where ``Path.mkdir(parents=True)`` makes that folder on its way (``--out
+    a/nosuch/../dd`` once left ``a/nosuch`` behind). Links of the path the user gave are followed, as the OS does."""
+    path = Path(path)
+    parts = path.parts
+    for i, part in enumerate(parts):
+        if part == ".." and i > 0:
+            before = Path(*parts[:i])
+            if not before.is_dir():
+                raise PelabError(
+                    f"{path}: {before} does not exist, so the '..' after it leads nowhere; write the path without it"
+                )
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 @contextmanager
@@ -80,7 +186,12 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     interrupts.check()  # a Ctrl-C the interpreter swallowed stops here, before anything is written
     path = Path(path)
     mode = target_mode(path)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:  # a read-only disk or folder: the user's path, not the temporary name, is what to fix
+        if e.errno is None:
+            raise
+        raise OSError(e.errno, e.strerror or os.strerror(e.errno), str(path)) from None
     os.close(fd)
     tmp = Path(name)
     try:
@@ -116,7 +227,7 @@ MAX_CACHE_BYTES = 1 << 28
 def damaged(path: str | Path, why: str) -> None:
     """The one line a damaged cache gets (on stderr) before it is computed again; the damaged file goes (a link
     or a FIFO too, never what a link points to), so the new one can take its place."""
-    print(f"pelab: cache {path} was damaged ({why}); recomputing", file=sys.stderr, flush=True)
+    print(f"pelab: cache {visible(path)} was damaged ({visible(why)}); recomputing", file=sys.stderr, flush=True)
     try:
         if not stat.S_ISDIR(os.lstat(path).st_mode):
             os.unlink(path)
@@ -132,7 +243,7 @@ def read_regular(path: str | Path, limit: int = MAX_CACHE_BYTES, follow: bool = 
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"it is {_kind(st.st_mode)}")
+            raise ValueError(f"it is {kind_of(st.st_mode)}")
         if st.st_size > limit:
             raise ValueError(f"{st.st_size} bytes, more than {limit}")
         with os.fdopen(fd, "rb", closefd=False) as f:

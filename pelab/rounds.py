@@ -28,11 +28,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from pelab.errors import PelabError
+from pelab.files import make_dirs
 from pelab.report.build import decide_claims
 from pelab.report.catalog import all_claims
 from pelab.report.registry import ClaimResult
 from pelab.rules import INCONCLUSIVE
-from pelab.study.design import arm_names, write_record
+from pelab.study.design import RECORD, arm_names, write_record
 from pelab.study.driver import StudyOutcome, run_study
 from pelab.study.grid import Study, with_seeds
 from pelab.study.sequential import still_open
@@ -148,7 +149,7 @@ def run_sequential(
     counts: dict[str, int] = {arm: len(study.fixed.get(arm, study.seeds)) for arm in names}
     history: list[dict[str, Any]] = []
     outcome = SequentialOutcome()
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)  # no stray folder for a '..' in --out
     for number in range(1, seq.max_seeds + 1):  # every round adds a seed to some arm, so this bounds it
         current = with_seeds(study, counts)
         history.append({"round": number, "seeds": dict(counts)})
@@ -168,7 +169,9 @@ def run_sequential(
         if not words:
             console.print(f"round {number}: every comparison{which} is decided")
             break
-        console.print(f"round {number}: {len(words)} comparison(s) still open: " + escape("; ".join(words)))
+        # counts on the terminal, so a log stays readable (quick's rounds once printed lines of 160 characters);
+        # the comparisons and arms themselves are in sequential.json and the report
+        console.print(f"round {number}: {len(words)} comparison(s) still open (listed in {RECORD})")
         if not target:
             if all(OWN in w for w in words):
                 console.print(f"round {number}: every comparison{which} that rounds can grow is decided")
@@ -176,20 +179,24 @@ def run_sequential(
                 console.print(f"round {number}: no open comparison can take more seeds (cap {seq.max_seeds})")
             outcome.still_open = words
             break
-        more = "; ".join(f"{names[a]} +{n - counts.get(a, len(study.seeds))}" for a, n in target.items())
-        console.print(f"round {number + 1}: seeds to {len(target)} arm(s): " + escape(more))
+        added = sum(n - counts.get(a, len(study.seeds)) for a, n in target.items())
+        console.print(f"round {number + 1}: {added} more seed(s) to {len(target)} arm(s)")
         counts.update(target)
     outcome.seeds = {names[a]: n for a, n in counts.items()}
-    spread = ", ".join(f"{escape(k)} {v}" for k, v in outcome.seeds.items())
-    console.print(f"sequential seeds: {len(outcome.rounds)} round(s); seeds each arm got: {spread}")
+    console.print(f"sequential seeds: {len(outcome.rounds)} round(s); {_spread(counts)}")
     return outcome
 
 
-def _round_line(number: int, counts: Mapping[str, int], study: Study) -> str:
+def _spread(counts: Mapping[str, int]) -> str:
+    """ "5 seeds for 12 arm(s), 8 seeds for 6 arm(s)": how many arms hold each seed count."""
     spread: dict[int, int] = {}
     for n in counts.values():
         spread[n] = spread.get(n, 0) + 1
-    each = ", ".join(f"{k} seeds for {v} arm(s)" for k, v in sorted(spread.items()))
+    return ", ".join(f"{k} seeds for {v} arm(s)" for k, v in sorted(spread.items()))
+
+
+def _round_line(number: int, counts: Mapping[str, int], study: Study) -> str:
+    each = _spread(counts)
     if study.fixed:  # counted among the arms above, but no round's doing
         each += f" ({len(study.fixed)} of them on their grid's own seeds)"
     cap = study.sequential.max_seeds if study.sequential else len(study.seeds)

@@ -256,6 +256,9 @@ def _train(
     opt = torch.optim.AdamW(params, lr=t.lr, weight_decay=t.weight_decay, fused=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(t.steps, t.warmup))
     every = max(1, t.steps // t.curve_points)
+    # A language model's curve also follows held-out loss (the same validation windows at every point), so the
+    # report can show a gap along training and say whether training had levelled off (``CURVE_VAL_BATCHES``)
+    watch_val = task.context_free_loss() is not None
     S = len(cfgs)
     curves: list[list[dict[str, float]]] = [[] for _ in cfgs]
     alive = list(range(S))  # the seeds still training, in stack order
@@ -314,7 +317,10 @@ def _train(
             losses = (run_loss / k).tolist()
             accs = (run_right / run_scored.clamp(min=1.0)).tolist()
             for i, s in enumerate(alive):
-                curves[s].append({"step": step + 1, "loss": losses[i], "acc": accs[i]})
+                point = {"step": step + 1, "loss": losses[i], "acc": accs[i]}
+                if watch_val:
+                    point["val_loss"] = curve_val_loss(models[s], task, cfgs[s], device)
+                curves[s].append(point)
             for acc_t in (run_loss, run_right, run_scored):
                 acc_t.zero_()
         if on_step is not None:
@@ -333,6 +339,20 @@ def _train(
         assert r is not None
         r.seconds = wall / S
     return [r for r in results if r is not None]
+
+
+#: Validation batches (of ``eval_batch_size`` sequences) a language model's curve point reads: one, the same at
+#: every point, so a point costs about a tenth of a training step per sequence and points are paired along training.
+CURVE_VAL_BATCHES = 1
+
+
+def curve_val_loss(model: Transformer, task: Task, cfg: RunConfig, device: torch.device) -> float:
+    """Held-out loss (nats per scored target) on fixed validation windows: the same windows at every point of
+    one run's curve, and for every arm of the same seed (the generator depends on the seed alone), drawn apart
+    from the end-of-run validation and test sets. Reads no training generator, so training is unchanged."""
+    t = cfg.train
+    gen = torch.Generator().manual_seed(3_000_017 * (cfg.seed + 1) + task.n)
+    return evaluate(model, task, task.n, t.eval_batch_size, CURVE_VAL_BATCHES, gen, device, "val", t.precision)["loss"]
 
 
 def _finish(

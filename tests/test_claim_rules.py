@@ -17,7 +17,7 @@ from pelab.report.claims.c03_near_orthogonal import rule_c3, shrink_evidence
 from pelab.report.claims.c04_four_terms import c4_families, cost_half, rule_c4
 from pelab.report.claims.c06_concat_beats_add import rule_c6
 from pelab.report.claims.c07_kind_matters_little import rule_c7
-from pelab.report.claims.c08_nope_learns_position import rule_c8
+from pelab.report.claims.c08_nope_learns_position import C8_MIN_EFFECT, rule_c8, rule_c8_probe
 from pelab.report.claims.c09_frozen_vectors import rule_c9
 from pelab.report.claims.c10_collisions import rule_c10
 from pelab.report.claims.c17_extrapolation import rule_c17
@@ -32,7 +32,6 @@ from pelab.rules import (
     Evidence,
     Side,
     decide,
-    decide_some_group,
     family,
     paired_test,
 )
@@ -82,29 +81,43 @@ def test_c6_every_branch() -> None:
     assert f.verdict == NOT_SUPPORTED and f.rows[0].verdict == TOO_SMALL  # the learned tie decides alone
     assert f.rows[0].skipped == ["a below the floor (a verdict needs both arms to have learned)"]
     assert rule_c6([comp(arm("c", CEIL), arm("a", CEIL))], FLOOR, MARGIN).verdict == NO_INFO
-    # The issue's own case: both arms at 100%, and the loss says which learned better.
-    ceil = comp(arm("c", CEIL, [0.010, 0.011, 0.012, 0.010, 0.011]), arm("a", CEIL, [0.02, 0.022, 0.021, 0.02, 0.023]))
+    # The issue's own case (quick's C6 lookup row): both arms at 100%, A's loss 0.016 against 0.028 nats. Both solved
+    # the task, so the loss does not decide between them (SCIENCE.md, "Solved is not informative"): no information,
+    # never a win, on any metric of the task.
+    ceil = comp(arm("c", CEIL, [0.010, 0.011, 0.012, 0.010, 0.011], auc=[0.95, 0.96, 0.95, 0.97, 0.96]),
+                arm("a", CEIL, [0.02, 0.022, 0.021, 0.02, 0.023], auc=[0.90] * 5))  # fmt: skip
     f = rule_c6([ceil], FLOOR, MARGIN)
+    assert f.verdict == NO_INFO and f.rows[0].test is None
+    assert f.rows[0].skipped == ["both arms solved the task (accuracy 100.0% and 100.0%)"]
+    # off the ceiling, with accuracy silent (zero spread), the loss decides as ever
+    same = [0.90, 0.92, 0.91, 0.90, 0.93]
+    off = comp(arm("c", same, [0.10, 0.11, 0.12, 0.10, 0.11]), arm("a", same, [0.2, 0.22, 0.21, 0.2, 0.23]))
+    f = rule_c6([off], FLOOR, MARGIN)
     assert f.verdict == SUPPORTED and f.rows[0].test.metric.key == "loss"
 
 
 def test_c6_names_a_win_on_learning_speed_alone() -> None:
-    """Both arms at 100% and below the loss floor: the area under the learning curve decides (SCIENCE.md's
-    fallback), and the claim says the win is in speed, not final quality; a win on loss anywhere is not."""
+    """Where accuracy and held-out loss both carry no information without the arms having solved the task (the same
+    values on every seed: zero spread), the area under the learning curve decides (SCIENCE.md's fallback), and the
+    claim says the win is in speed, not final quality; a win on loss anywhere is not. Two arms that solved the task
+    get no speed win: how fast each got to the same answers is the budget's doing (no information)."""
     from pelab.report.summary import win_facts
     from pelab.report.tables import row_records, speed_only
 
-    solved = [0.004, 0.005, 0.004, 0.005, 0.004]
-    fast = comp(arm("c", CEIL, solved, auc=[0.95, 0.96, 0.95, 0.97, 0.96]), arm("a", CEIL, solved, auc=[0.90] * 5))
+    same, flat = [0.90, 0.92, 0.91, 0.90, 0.93], [0.10, 0.11, 0.12, 0.10, 0.11]
+    fast = comp(arm("c", same, flat, auc=[0.95, 0.96, 0.95, 0.97, 0.96]), arm("a", same, flat, auc=[0.90] * 5))
     f = rule_c6([fast], FLOOR, MARGIN)
     assert f.verdict == SUPPORTED and f.rows[0].test.metric.key == "auc" and speed_only(row_records(f))
-    lower, higher = [0.010, 0.011, 0.012, 0.010, 0.011], [0.02, 0.022, 0.021, 0.02, 0.023]
-    better = comp(arm("c", CEIL, lower), arm("a", CEIL, higher))
+    lower, higher = [0.10, 0.11, 0.12, 0.10, 0.11], [0.2, 0.22, 0.21, 0.2, 0.23]
+    better = comp(arm("c", same, lower), arm("a", same, higher))
     assert not speed_only(row_records(rule_c6([fast, better], FLOOR, MARGIN)))
 
     assert "all on learning speed alone" in win_facts(row_records(f, "concat_split vs add"))
     both = row_records(rule_c6([fast, better], FLOOR, MARGIN), "concat_split vs add")
     assert "all on learning speed alone" not in win_facts(both) and "1 on learning speed" in win_facts(both)
+    solved = [0.004, 0.005, 0.004, 0.005, 0.004]
+    done = comp(arm("c", CEIL, solved, auc=[0.95, 0.96, 0.95, 0.97, 0.96]), arm("a", CEIL, solved, auc=[0.90] * 5))
+    assert rule_c6([done], FLOOR, MARGIN).verdict == NO_INFO
 
 
 # --- C7: learned ≈ sinusoidal on every comparison ----------------------------------------------
@@ -282,7 +295,7 @@ def probe_items(trained: list[float], first: list[float], init: list[float], acc
 
 
 def probe_family(trained: list[float], first: list[float], init: list[float], acc: list[float] = WIN):
-    return decide_some_group([probe_items(trained, first, init, acc)], MARGIN)[0]
+    return rule_c8_probe([probe_items(trained, first, init, acc)])[0]
 
 
 def test_c8_key_gives_the_probe_beside_chance_and_its_margin_over_the_nearer_control() -> None:
@@ -318,6 +331,26 @@ def test_c8_every_branch() -> None:
     assert rule_c8(["none"], probe_family([0.6] * 5, [0.1] * 5, [0.2] * 5, acc=[0.45] * 5)) == TOO_SMALL
 
 
+def test_c8_needs_a_minimum_effect_of_ten_points_over_both_controls() -> None:
+    """SCIENCE.md's C8 row: the probe beats both controls beyond the interval *and by at least a minimum effect fixed
+    before the run* (10 pp): the lower end of the interval over the nearer control at +10 pp or more. Quick's reading,
+    3.0% against a chance of 1.6% and +1.0 pp over the nearer control beyond its interval, was "supported"; it is not
+    now, on 5 seeds (its interval lies wholly below +10 pp), and a decoder that solved its task is probed all the same
+    (a probe is no metric of the task)."""
+    assert C8_MIN_EFFECT == 0.10
+    quick = probe_family([0.031, 0.030, 0.029, 0.031, 0.030], [0.017, 0.016, 0.017, 0.016, 0.017],
+                         [0.020, 0.020, 0.020, 0.020, 0.021], acc=CEIL)  # fmt: skip
+    assert quick.rows[0].test is not None and quick.rows[0].test.oriented()[0] > 0  # beyond its interval ...
+    assert rule_c8(["none"], quick) == NOT_SUPPORTED  # ... and below the minimum effect
+    # beyond the interval and past 0, but its interval reaches below +10 pp: not shown, nor refuted
+    short = probe_family([0.21, 0.26, 0.17, 0.25, 0.20], [0.10] * 5, [0.11, 0.10, 0.11, 0.10, 0.10])
+    lo, hi = short.rows[0].interval
+    assert 0 < lo < C8_MIN_EFFECT < hi and rule_c8(["none"], short) == INCONCLUSIVE
+    # +12 pp to +14 pp over the nearer control (the initialisation): past the minimum
+    past = probe_family([0.42, 0.43, 0.44, 0.43, 0.42], [0.10] * 5, [0.30, 0.29, 0.30, 0.31, 0.30])
+    assert min(r.interval[0] for r in past.rows) > C8_MIN_EFFECT and rule_c8(["none"], past) == SUPPORTED
+
+
 GOOD = ([0.6, 0.65, 0.62, 0.7, 0.66], [0.13, 0.12, 0.14, 0.13, 0.12], [0.2, 0.22, 0.19, 0.21, 0.2])
 HALF = ([0.6, 0.65, 0.62, 0.7, 0.66], [0.13, 0.12, 0.14, 0.13, 0.12], [0.6, 0.66, 0.61, 0.69, 0.67])  # init reads it
 WORSE = ([0.1, 0.11, 0.1, 0.12, 0.1], [0.3, 0.31, 0.29, 0.3, 0.32], [0.05, 0.06, 0.05, 0.04, 0.05])
@@ -325,22 +358,22 @@ WORSE = ([0.1, 0.11, 0.1, 0.12, 0.1], [0.3, 0.31, 0.29, 0.3, 0.32], [0.05, 0.06,
 
 def test_c8_some_task_where_both_controls_fall() -> None:
     # One task where the probe beats both controls is enough; a sorting-like task where it does not is named.
-    fam, per = decide_some_group([probe_items(*GOOD), probe_items(*WORSE)], MARGIN)
+    fam, per = rule_c8_probe([probe_items(*GOOD), probe_items(*WORSE)])
     assert fam.verdict == SUPPORTED and per == [SUPPORTED, NOT_SUPPORTED]
     assert "Holm" in fam.correction and all(r.level == pytest.approx(1 - 0.05 / 2) for r in fam.rows[:2])
     # Beating one control is not beating both: a task where the untrained model reads position as well fails.
-    fam, per = decide_some_group([probe_items(*HALF)], MARGIN)
+    fam, per = rule_c8_probe([probe_items(*HALF)])
     assert fam.verdict != SUPPORTED and per[0] != SUPPORTED
     # Every task refuted: not supported.
-    assert decide_some_group([probe_items(*WORSE), probe_items(*WORSE)], MARGIN)[0].verdict == NOT_SUPPORTED
+    assert rule_c8_probe([probe_items(*WORSE), probe_items(*WORSE)])[0].verdict == NOT_SUPPORTED
 
 
 def test_c8_holm_across_tasks() -> None:
-    # Each task's rows are significant alone (p ~ 0.02-0.03); with Holm across 4 tasks none survives.
-    lone = ([0.30, 0.29, 0.33, 0.29, 0.31], [0.28, 0.28, 0.28, 0.28, 0.28], [0.28, 0.28, 0.28, 0.28, 0.28])
-    alone, _ = decide_some_group([probe_items(*lone)], MARGIN)
+    # Each task's rows beat +10 pp significantly alone (p ~ 0.03); with Holm across 4 tasks none survives.
+    lone = ([0.40, 0.39, 0.43, 0.39, 0.41], [0.28, 0.28, 0.28, 0.28, 0.28], [0.28, 0.28, 0.28, 0.28, 0.28])
+    alone, _ = rule_c8_probe([probe_items(*lone)])
     assert alone.verdict == SUPPORTED
-    fam, per = decide_some_group([probe_items(*lone) for _ in range(4)], MARGIN)
+    fam, per = rule_c8_probe([probe_items(*lone) for _ in range(4)])
     assert fam.verdict == INCONCLUSIVE and per == [INCONCLUSIVE] * 4
 
 
@@ -373,10 +406,22 @@ def test_c17_ranks_only_learned_arms() -> None:
 
 
 # --- the report's opening line is assembled from verdicts -----------------------------------------
-def test_c1_well_below_d() -> None:
-    assert rule_c1(200, 512) == SUPPORTED
-    assert rule_c1(256, 512) == SUPPORTED
-    assert rule_c1(356, 512) == NOT_SUPPORTED  # the paper layout at L=128: most dimensions do vary
+def test_c1_reads_the_variance_share_of_the_last_half_against_a_threshold_fixed_before_the_run() -> None:
+    """SCIENCE.md's C1 row: supported when the last half of the dimensions carries less than a threshold fixed before
+    the run (5%) of the variance over positions. The count of dimensions whose range passes 0.1 (356 of 512 at L=128,
+    which read "not supported" under the rule this replaces) is a table value now, not the rule."""
+    from pelab.report.claims.c01_sinusoid_concat import C1_MAX_SHARE, late_share
+
+    assert C1_MAX_SHARE == 0.05
+    assert rule_c1(0.017) == SUPPORTED and rule_c1(0.0499) == SUPPORTED
+    assert rule_c1(0.05) == NOT_SUPPORTED and rule_c1(0.5) == NOT_SUPPORTED  # at the threshold: not below it
+    # the paper layout at d=512, L=128 by its formula: the last 256 dimensions carry 1.7% of the variance
+    pos, i = np.arange(128)[:, None], np.arange(256)[None, :]
+    table = np.zeros((128, 512))
+    table[:, 0::2], table[:, 1::2] = np.sin(pos / 10000 ** (2 * i / 512)), np.cos(pos / 10000 ** (2 * i / 512))
+    share = late_share(table.var(axis=0))
+    assert share == pytest.approx(0.0174, abs=5e-4) and rule_c1(share) == SUPPORTED
+    assert late_share([1.0] * 4) == 0.5 and late_share([1.0, 1.0, 0.0, 0.0]) == 0.0  # evenly spread; a concatenation
 
 
 def test_c17_key_does_not_rank_arms_that_do_not_extrapolate() -> None:
@@ -548,3 +593,19 @@ def test_a_family_table_shows_the_measure_of_a_row_at_its_ceiling_not_task_accur
     assert fam.rows[0].verdict == NO_INFO
     cells = family_table("t", fam, ["task.name"]).rows[0][1:3]
     assert all("probe accuracy" in x and "100.0%" in x for x in cells) and not any("94.0%" in x for x in cells)
+
+
+def test_a_key_figure_counts_comparisons_decided_early_and_not_confirmed_apart() -> None:
+    """A comparison the design stopped at 5 seeds whose 8 seeds reverse it is no win (``rules.decide``); C6's key
+    figure counts it apart, beside the row it quotes."""
+    from pelab.report.arms import key_of
+    from pelab.rules import UNCONFIRMED
+    from pelab.study.sequential import Looks
+
+    looks = Looks((5, 8), 8, "pocock")
+    base = [0.86, 0.88, 0.89, 0.86, 0.88, 0.87, 0.86, 0.88]
+    reversed_ = [b + d for b, d in zip(base, [0.06, 0.05, 0.07, 0.06, 0.05, -0.15, -0.12, -0.14], strict=True)]
+    early = Comparison({"task.name": "t"}, arm("c", reversed_), arm("a", base), looks)
+    fam = rule_c6([early, comp(arm("c", TIE_A), arm("a", TIE_B), **{"task.name": "u"})], FLOOR, MARGIN)
+    assert [r.verdict for r in fam.rows] == [UNCONFIRMED, NOT_SUPPORTED] and fam.verdict == INCONCLUSIVE
+    assert f"; {UNCONFIRMED}: 1" in key_of(fam, ["task.name"], FLOOR)

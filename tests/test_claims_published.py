@@ -9,7 +9,14 @@ import pytest
 
 from pelab.report.claims.c18_causal_nope import GAP_WORDS, best_against_nope, combine_halves, rule_c18
 from pelab.report.claims.c19_grid_concat import rule_c19
-from pelab.report.published import AGREE, DISAGREE, UNTESTED, kazemnejad_outcome, per_seed_tau
+from pelab.report.published import (
+    CONSISTENT,
+    DIFFERS,
+    UNDECIDED,
+    UNTESTED,
+    kazemnejad_outcome,
+    per_seed_tau,
+)
 from pelab.report.tables import row_records
 from pelab.rules import INCONCLUSIVE, LM_LEARNED_SHARE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, Comparison, Side
 
@@ -178,13 +185,19 @@ def test_kazemnejad_outcome_needs_taus_interval_on_every_task() -> None:
     wide = _kaz("count", [0.8, -0.6, 0.4])  # mean > 0, interval spans 0: an order of means is not a result
     few = {"task": "copy", "arms": [("none", 0.9)], "tau": math.nan, "lo": math.nan, "hi": math.nan, "seeds": 0,
            "size": "10"}  # fmt: skip
-    assert kazemnejad_outcome([up, few])[0] == AGREE
+    assert kazemnejad_outcome([up, few])[0] == CONSISTENT
     assert "not read" in kazemnejad_outcome([up, few])[1] and "copy (1 learned)" in kazemnejad_outcome([up, few])[1]
-    assert kazemnejad_outcome([down])[0] == DISAGREE
-    assert kazemnejad_outcome([up, down])[0] == UNTESTED
-    assert kazemnejad_outcome([up, wide])[0] == UNTESTED
-    assert kazemnejad_outcome([few])[0] == UNTESTED
+    assert kazemnejad_outcome([down])[0] == DIFFERS
+    # τ's intervals exist and do not decide: inconclusive, not "not tested"
+    assert kazemnejad_outcome([up, down])[0] == UNDECIDED
+    assert kazemnejad_outcome([up, wide])[0] == UNDECIDED
+    assert kazemnejad_outcome([few])[0] == UNTESTED  # runs, but no task could be read
+    assert kazemnejad_outcome([])[0] == "not run"  # nothing ran (quick): "not run", never "not tested"
     assert "τ = +0.72 [" in kazemnejad_outcome([up])[1] and "over 5 seeds" in kazemnejad_outcome([up])[1]
+    # what the criterion covers: which tasks, which schemes, how many seeds
+    assert kazemnejad_outcome([up])[1].startswith("τ covers 1 decoder task(s) (dsort), the schemes that learned at the "
+                                                  "training length (none, t5; ")  # fmt: skip
+    assert "5–5 seeds a task" in kazemnejad_outcome([up])[1]
 
 
 def test_kazemnejad_reads_no_task_where_no_arm_extrapolates() -> None:
@@ -194,11 +207,11 @@ def test_kazemnejad_reads_no_task_where_no_arm_extrapolates() -> None:
     failed = dict(_kaz("dreverse", [0.5, 0.4, 0.6, 0.5, 0.5]), extrapolates=False, reference=0.23)
     down = _kaz("addition", [-0.4, -0.6, -0.5, -0.3, -0.5])
     outcome, text = kazemnejad_outcome([up, failed])
-    assert outcome == AGREE and "not read (no arm extrapolates" in text
+    assert outcome == CONSISTENT and "not read (no arm extrapolates" in text
     assert "dreverse (τ = +0.50; reference 23%)" in text
     assert kazemnejad_outcome([failed])[0] == UNTESTED
-    # An unread task cannot turn a disagreement elsewhere into "not tested" either.
-    assert kazemnejad_outcome([down, failed])[0] == DISAGREE
+    # An unread task cannot turn a difference elsewhere into "not tested" either.
+    assert kazemnejad_outcome([down, failed])[0] == DIFFERS
 
 
 def test_per_seed_tau_against_scipy() -> None:
@@ -223,14 +236,14 @@ def test_a_row_beside_its_anchor_is_not_counted_as_a_published_result() -> None:
     from pelab.report.published import BESIDE, tally
 
     rows = [
-        ["Haviv et al. 2022 (causal)", "", "", AGREE, ""],
-        [f"Haviv et al. 2022 (causal), {BESIDE}", "", "", DISAGREE, ""],
-        ["Vaswani et al. 2017", "", "", DISAGREE, ""],
-        ["Kazemnejad et al. 2023", "", "", AGREE, ""],
-        ["Wang & Chen 2020", "", "", UNTESTED, ""],
+        ["Haviv et al. 2022 (causal)", "", "", CONSISTENT, ""],
+        [f"Haviv et al. 2022 (causal), {BESIDE}", "", "", DIFFERS, ""],
+        ["Vaswani et al. 2017", "", "", DIFFERS, ""],
+        ["Kazemnejad et al. 2023", "", "", CONSISTENT, ""],
+        ["Wang & Chen 2020", "", "", "not run", ""],
     ]
-    agree, disagree, counted = tally(rows)
-    assert (agree, disagree, len(counted)) == (2, 1, 4)
+    counts, counted = tally(rows)
+    assert (counts[CONSISTENT], counts[DIFFERS], counts["not run"], len(counted)) == (2, 1, 1, 4)
 
 
 def test_the_masked_key_names_a_nope_model_that_did_not_learn_without_quoting_it() -> None:
@@ -259,11 +272,32 @@ def test_kazemnejad_arms_are_one_per_scheme_as_the_paper_ran_them() -> None:
 
 def test_a_published_row_held_back_by_the_seed_count_says_so() -> None:
     # quick's Vaswani row: 3 seeds, the interval wholly outside the margin; only the 5-seed rule keeps it from
-    # "disagree", and the reason column says that, not "the interval does not decide"
+    # "differs", and the reason column says that, not "the interval does not decide"; an interval exists, so the
+    # outcome is "inconclusive" with its resolution, never "not tested"
     from pelab.report.published import _why
     from pelab.rules import family
 
     three = comp(lm("learned", FAR[:3]), lm("sinusoidal", GOOD[:3]))
     fam = family([three], ("bpb",), FLOOR, MARGIN, kind="equivalent", combine="all")
-    assert _why(fam) == [UNTESTED, "outside the margin, but equivalence needs ≥ 5 seeds (3 here)"]
-    assert _why(None)[0] == UNTESTED and "not run" in _why(None)[1]
+    outcome, why = _why(fam, "a byte model, not a translation model")
+    assert outcome == UNDECIDED and why.startswith("a byte model, not a translation model; outside the margin, but "
+                                                   "equivalence needs ≥ 5 seeds (3 here); within ±")  # fmt: skip
+    assert why.endswith("(a margin decides only on ≥ 5 seeds; 3 here)")  # its resolution
+    assert _why(None) == ["not run", "not run in this study (the full preset runs it)"]
+
+
+def test_published_outcomes_never_say_agree_or_disagree_and_haviv_says_which_arm_is_ahead() -> None:
+    """SCIENCE.md, "Published results in their setting": a result measured in another setting is "consistent" or
+    "differs at this budget (not comparable)"; Haviv's rows say which way it runs, which arm is ahead."""
+    from pelab.report.published import OUTCOMES, _why
+    from pelab.rules import family
+
+    assert not any(o in ("agree", "disagree") or o.startswith(("agree", "disagree")) for o in OUTCOMES)
+    close = family([comp(lm("nope", CLOSE), lm("learned", GOOD))], ("bpb",), FLOOR, MARGIN, kind="not_worse",
+                   combine="all")  # fmt: skip
+    outcome, why = _why(close, "small models", ahead=True)
+    assert outcome in OUTCOMES and why.startswith("small models; ")
+    assert any(w in why for w in ("nope ahead of learned", "learned ahead of nope", "neither nope nor learned ahead"))
+    far = family([comp(lm("nope", FAR), lm("learned", GOOD))], ("bpb",), FLOOR, MARGIN, kind="not_worse", combine="all")
+    outcome, why = _why(far, "small models", ahead=True)
+    assert outcome == DIFFERS and "learned ahead of nope" in why

@@ -19,7 +19,7 @@ from pelab.report import forest
 from pelab.report.claim_lines import MAX_WORDS, claim_line
 from pelab.report.compact import WORDS, compact, measured_head, published
 from pelab.report.first_screen import answer_sentences, overview_rows
-from pelab.rules import INCONCLUSIVE, LOSS, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, margin_for
+from pelab.rules import INCONCLUSIVE, LOSS, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, UNCONFIRMED, margin_for
 
 FLOOR, MARGIN = 0.8, 0.01
 
@@ -77,11 +77,12 @@ def test_the_forest_draws_each_rows_interval_oriented_in_its_units(monkeypatch: 
         {**row("f", "concat_split", "add", 0, 0, TOO_SMALL), "metric": None, "lo": None, "hi": None},
     ]
     ranking = {"family": "encoder reverse", "metric": "acc", "lo": 0.1, "hi": 0.2}  # C17's: not a comparison
-    points = forest.points_from_rows("C6", [*rows, ranking], FLOOR, MARGIN, base=lambda r: 0.2)
+    points = forest.points_from_rows("C6", [*rows, ranking], FLOOR, MARGIN)
     figs = caught(monkeypatch)
     shown = forest.forest_plot(Path("x.png"), points, "t")
     assert len(points) == 3 and forest.undrawn(rows) == 1
-    # By hand: accuracy in pp as it is; held-out loss in % of B, sign flipped (lower is better).
+    # By hand: accuracy in pp as it is; held-out loss as 100 × its log-ratio, sign flipped (lower is better), on an
+    # axis labelled in the percent each log-ratio stands for.
     expected = [(2.0, 10.0, 6.0), (-5.0, 1.0, -2.0), (-30.0, -10.0, -20.0)]
     got = drawn(figs[0])
     assert len(got) == 3
@@ -91,9 +92,13 @@ def test_the_forest_draws_each_rows_interval_oriented_in_its_units(monkeypatch: 
     lm = row("f", "none", "rotary", -0.1, -0.05, INCONCLUSIVE, metric="bpb", a_acc=0.4, where={"task.name": "charlm"})
     assert not forest.below_floor(lm, FLOOR)  # a language model learns by loss: its accuracy says nothing here
     assert [p.verdict for p in shown] == [SUPPORTED, INCONCLUSIVE, NOT_SUPPORTED]
-    # The margin each was read against: the study's for accuracy; for loss, the rules' relative margin of B's 0.2.
-    assert [p.margin for p in shown] == pytest.approx([100 * MARGIN, 100 * MARGIN, 100 * margin_for(LOSS, 0.01, 0.2)])
+    # The margin each was read against: the study's for accuracy; for loss ±2% as a log-ratio, whatever B's value.
+    assert [p.margin for p in shown] == pytest.approx([100 * MARGIN, 100 * MARGIN, 100 * margin_for(LOSS, 0.01)])
+    assert [p.relative for p in shown] == [False, False, True]
     assert len(figs[0].axes) == 2  # one panel per unit
+    loss_axis = next(ax for ax in figs[0].axes if "log-ratio" in ax.get_xlabel())
+    assert loss_axis.xaxis.get_major_formatter()(-20.0, 0) == "−22%"  # 100·(exp(0.2) − 1): A's loss 1.22 times B's
+    assert forest.percent_label(100 * math.log(1.5)) == "+50%" and forest.percent_label(-100 * math.log(1.5)) == "−50%"
     plt.close(figs[0])
     # With ``empty``, the row without an interval is shown too: a cross at 0 in a panel of its own, last.
     points = forest.points_from_rows("C6", rows, FLOOR, MARGIN, empty=True)
@@ -125,7 +130,8 @@ def test_at_most_five_sentences_each_with_a_number_and_its_claim() -> None:
     ])  # fmt: skip
     c7 = claim("C7", INCONCLUSIVE, [row("learned vs sinusoidal", "learned", "sinusoidal", -0.02, 0.005, INCONCLUSIVE)])
     c9 = claim("C9", NOT_RUN, [])
-    c18 = claim("C18", NOT_SUPPORTED, [row("causal", "none", "rotary", 0.03, 0.05, NOT_SUPPORTED, metric="loss")])
+    c18 = claim("C18", NOT_SUPPORTED, [row("causal", "none", "rotary", math.log(1.03), math.log(1.05), NOT_SUPPORTED,
+                                           metric="loss")])  # fmt: skip
     out = answer_sentences([c6, c7, c9, c18, claim("C1", SUPPORTED, [])])
     assert 1 <= len(out) <= 5
     assert [s["id"] for s in out] == ["C6", "C6", "C9", "C7", "C18"]
@@ -354,11 +360,12 @@ def test_the_language_model_sentence_reads_from_the_nope_arm_and_beside_other_sc
     """C18's causal rows are NoPE (A) against the best (B), its masked rows the best (A) against NoPE (B): both read
     from NoPE's side. Beside the best, where the same NoPE arm stands against sinusoidal (C7's reference rows)."""
     nope = {"a_runs": ["n"], "b_runs": ["r"]}
-    causal = row("causal", "none + none", "rotary + none", 0.074, 0.093, NOT_SUPPORTED, metric="bpb", **nope)
-    masked = row("masked", "rotary + none", "none + none", -0.36, -0.32, SUPPORTED, metric="bpb",
+    log = math.log
+    causal = row("causal", "none + none", "rotary + none", log(1.074), log(1.093), NOT_SUPPORTED, metric="bpb", **nope)
+    masked = row("masked", "rotary + none", "none + none", -log(1.562), -log(1.471), SUPPORTED, metric="bpb",
                  a_runs=["mr"], b_runs=["mn"])  # fmt: skip
-    sin = row("none vs sinusoidal", "none + none", "sinusoidal + add", 0.004, 0.010, NOT_SUPPORTED, metric="bpb",
-              a_runs=["n"], b_runs=["s"])  # fmt: skip
+    sin = row("none vs sinusoidal", "none + none", "sinusoidal + add", log(1.004), log(1.010), NOT_SUPPORTED,
+              metric="bpb", a_runs=["n"], b_runs=["s"])  # fmt: skip
     other = row("none vs sinusoidal", "none + none", "sinusoidal + add", 0.1, 0.2, NOT_SUPPORTED, metric="bpb",
                 a_runs=["m"], b_runs=["s"])  # another NoPE arm (mlm): not this sentence's  # fmt: skip
     c18 = claim("C18", NOT_SUPPORTED, [causal, masked])
@@ -370,17 +377,25 @@ def test_the_language_model_sentence_reads_from_the_nope_arm_and_beside_other_sc
     )
     assert answer["details"] == [
         "Causal ones were also within the ±2% margin of sinusoidal (behind by 0.4% to 1.0%)"
-    ]  # masked: rotary's bpb 32-36% below NoPE's is NoPE's 0.32/0.68 = 47.1% to 0.36/0.64 = 56.2% above rotary's
+    ]  # masked: rotary's log-ratio to NoPE in [−log 1.562, −log 1.471] is NoPE 47.1% to 56.2% above rotary, exactly
 
 
-def test_equal_on_held_out_loss_near_its_floor_says_the_margin_was_in_nats() -> None:
-    note = "margin ±29% here: 0.01 nats of B's 0.0348 (±2% would be 0.0007 nats)"
-    tied = row("concat_split vs add", "concat_split", "add", -0.25, 0.25, NOT_SUPPORTED, metric="loss",
-               a_runs=["1"], b_runs=["2"], notes=[note])  # fmt: skip
-    answer = answer_sentences([claim("C6", NOT_SUPPORTED, [tied])])[0]
-    assert answer["text"].endswith("on any of 1 comparisons; 1 equal within the margin")
-    assert answer["details"] == ["Equal within the margin: on held-out loss within 0.01 nats, the loss margin near its "
-                                 "floor"]  # fmt: skip
+def test_a_comparison_decided_early_and_not_confirmed_is_no_win_and_is_counted_apart() -> None:
+    """SCIENCE.md, "Every seed counts": a comparison the design stopped at 5 seeds whose 8 seeds do not bear it out
+    is "decided early, not confirmed" (``rules.decide``): never a win, counted apart from wins and undecided rows,
+    with the looks it was read at."""
+    looks = {"counts": [5], "cap": 8, "spending": "pocock", "overrun": 8}
+    early = row("concat_split vs add", "concat_split", "add", -0.04, 0.02, UNCONFIRMED, looks=looks, a_runs=["1"],
+                b_runs=["2"])  # fmt: skip
+    open_ = row("concat_split vs add", "concat_split", "add", -0.03, 0.02, INCONCLUSIVE, a_runs=["3"], b_runs=["4"])
+    answer = answer_sentences([claim("C6", INCONCLUSIVE, [early, open_])])[0]
+    assert answer["text"] == ("At the same width, neither side won beyond its interval on any of 2 comparisons; 1 "
+                              "undecided; decided early, not confirmed: 1")  # fmt: skip
+    assert answer["details"][-1] == (
+        "Decided early, not confirmed: 1 (decided at the look at 5 seeds, not borne out by all 8 its arms got later)"
+    )
+    eq = answer_sentences([claim("C7", INCONCLUSIVE, [{**early, "family": "learned vs sinusoidal"}])])[0]
+    assert eq["text"].endswith("on any of 1 comparisons; decided early, not confirmed: 1")
 
 
 def test_sentences_say_which_way_failed_equivalences_point_and_what_the_floor_kept_out() -> None:
@@ -491,22 +506,22 @@ def test_the_open_rows_bound_is_read_on_accuracy_where_there_is_one() -> None:
     assert by_scheme(rows[1:2]).endswith("in held-out loss")  # no accuracy row: the loss bound it has
 
 
-def test_a_win_decided_early_and_not_borne_out_later_says_so() -> None:
-    """quick's C6 win (lookup, held-out loss) was decided at 5 seeds; its arms got 3 more for C2 and C10, on which
-    it reads otherwise. The verdict stands (the design stopped there); the sentence tells the reader."""
-    from pelab.rules import EARLY
+def test_a_win_decided_early_and_confirmed_later_says_so() -> None:
+    """quick's C6 win (lookup) was decided at 5 seeds; its arms got 3 more for C2 and C10. A win stands only where all
+    its seeds confirm it (``rules.decide``), and the first screen says it was decided early and confirmed."""
+    from pelab.rules import CONFIRMED, EARLY
 
-    note = (f"{EARLY} 5 seeds; seeds its arms got later, for other comparisons, do not reopen it; read on all 8 "
-            f"seeds: A − B -1.1 pp [-4.3 pp, +2.1 pp] accuracy, {INCONCLUSIVE}")  # fmt: skip
+    note = (f"{EARLY} 5 seeds: A − B +6.0 pp [+2.0 pp, +10.0 pp] accuracy, supported; {CONFIRMED} all 8 seeds its "
+            f"arms got later (for other comparisons), read at that look's nominal level: A − B +5.5 pp [+2.1 pp, "
+            f"+8.9 pp] accuracy, {SUPPORTED}")  # fmt: skip
     won = row("concat_split vs add", "concat_split", "add", 0.02, 0.1, SUPPORTED, notes=[note], a_runs=["1"],
               b_runs=["2"])  # fmt: skip
     answer = answer_sentences([claim("C6", SUPPORTED, [won])])[0]
     assert answer["text"] == ("At the same width, concatenating beat adding on 1 of 1 comparisons and adding beat "
                               "concatenating on none")  # fmt: skip
-    assert answer["details"] == [  # the one win: what all its seeds read, since there its mean changed sign
-        "Where concatenating beat adding: with learned positions; by 2.0 to 10.0 pp accuracy; decided at the look at "
-        "5 seeds and not borne out on all 8 seeds (there: A − B -1.1 pp [-4.3 pp, +2.1 pp] accuracy, inconclusive at "
-        "this budget)"
+    assert answer["details"] == [
+        "Where concatenating beat adding: with learned positions; by 2.0 to 10.0 pp accuracy; decided at an early "
+        "look and confirmed on all the seeds its arms got later"
     ]
 
 
@@ -518,7 +533,9 @@ def test_a_win_says_by_how_much_its_interval_establishes() -> None:
 
     acc = row("concat_split vs add", "concat_split", "add", 0.005, 0.031, SUPPORTED)
     acc2 = row("concat_split vs add", "concat_split", "add", 0.012, 0.02, SUPPORTED)
-    loss = row("concat_split vs add", "concat_split", "add", -0.844, -0.019, SUPPORTED, metric="loss")
+    # a log-ratio of A's loss to B's in [log(1 / 1.844), log(1 / 1.019)]: B's loss 1.9% to 84.4% above A's
+    loss = row("concat_split vs add", "concat_split", "add", -math.log(1.844), -math.log(1.019), SUPPORTED,
+               metric="loss")  # fmt: skip
     assert by_how_much([acc]) == "by 0.5 to 3.1 pp accuracy"
     assert by_how_much([acc, acc2]) == "each by at least 0.5 pp accuracy (up to 3.1 pp)"  # not acc2's own interval
     assert by_how_much([loss]) == "by 1.9% to 84.4% in held-out loss"

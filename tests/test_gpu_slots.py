@@ -95,3 +95,59 @@ def test_an_explicit_runs_per_gpu_that_cannot_fit_is_refused(monkeypatch: pytest
     assert driver._gpu_slots("cuda", [SMALL], 3, None) == ["cuda:0"] * 3
     with pytest.raises(PelabError, match=r"^runs_per_gpu: 4 runs of about .* lower runs_per_gpu"):
         driver._gpu_slots("cuda", [SMALL], 4, None)
+
+
+# --- a time-boxed GPU lease (issue 42): grid by grid, whole stacks -------------------------------------------------
+TIERED = """
+seeds = [0, 1, 2]
+[task]
+name = "reverse"
+length = 8
+[model]
+d = 16
+[train]
+steps = 5
+[[grid]]
+name = "first: cheap"
+axes = { "model.combine" = ["add", "concat_split"] }
+[[grid]]
+name = "second: costly"
+set = { "model.d" = 128, "train.steps" = 500 }
+axes = { "model.combine" = ["add", "concat_split"] }
+[[grid]]
+name = "third: the first grid's arms again, and one more"
+axes = { "model.combine" = ["add", "gated"] }
+"""
+
+
+def test_on_a_gpu_groups_go_grid_by_grid_in_the_files_order() -> None:
+    """The driver starts a GPU study's groups tier by tier (a grid's costliest first), so a lease's time box ends it
+    with its first grids done; on a CPU the costliest go first whatever their grid (the best use of the cores)."""
+    from pelab.study.groups import grid_tiers, stack_groups
+
+    study = parse_study(TIERED)
+    tiers = grid_tiers(study)
+    assert sorted(set(tiers.values())) == [0, 1, 2]
+    add = next(r for r in study.runs if r.model.d == 16 and r.model.combine == "add")
+    assert tiers[add.run_id] == 0  # an arm in two grids runs with the first
+    gpu = stack_groups(study.runs, 2, gpu=True, tiers=tiers)
+    assert [g[0].model.d for g in gpu] == [16, 16, 128, 128, 16]
+    assert [tiers[g[0].run_id] for g in gpu] == [0, 0, 1, 1, 2] and all(len(g) == 3 for g in gpu)
+    cpu = stack_groups(study.runs, 2)
+    assert cpu[0][0].model.d == 128  # costliest first
+
+
+def test_a_gpu_keeps_stacks_of_five_whole_with_four_runs_sharing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU holds nothing but the runs: a group may use the 80% that runs_per_gpu shares out, less its CUDA
+    context (not half of it, as on a CPU, where the report and the driver need room). With 4 processes on an 80 GB
+    GPU, the gpu preset's largest arm (d=640, 256 bytes, batch 32) trains its 5 seeds as one stack; 8 would split it."""
+    from pelab.study.groups import stack_groups
+
+    monkeypatch.setattr(driver, "machine_bytes", lambda device: 80 * GiB)
+    big = RunConfig(task={"name": "charlm", "length": 256}, model={"d": 640, "n_layers": 4, "n_heads": 4},
+                    train={"batch_size": 32, "precision": "bf16"})  # fmt: skip
+    seeds = [big.model_copy(update={"seed": s}) for s in range(500, 505)]
+    whole = stack_groups(seeds, 4, budget=driver._stack_budget("local", "cuda", 4, gpu=True), gpu=True)
+    assert [len(g) for g in whole] == [5]
+    split = stack_groups(seeds, 8, budget=driver._stack_budget("local", "cuda", 8, gpu=True), gpu=True)
+    assert len(split) > 1

@@ -403,7 +403,7 @@ def test_a_full_disk_while_storing_a_run_is_one_line(tmp_path: Path, monkeypatch
 
 def test_study_without_a_report_prints_a_table_only_when_it_is_short(capsys, monkeypatch, tmp_path) -> None:
     """``--no-report``: a few arms' table, or, past ``MAX_TABLE_ARMS``, one line naming the commands that show
-    the numbers (the paper preset's 207 arms made a wall hundreds of lines long in a log)."""
+    the numbers (the retired paper preset's 207 arms made a wall hundreds of lines long in a log)."""
     import pelab.cli.study
 
     (tmp_path / "s.toml").write_text(

@@ -2,8 +2,8 @@
 
 No training: every run's result is written by hand, so the right verdict is known. Planted:
 a clear win (concat_split over add on reverse with learned positions), a tie inside the
-margin (learned vs sinusoidal on reverse), a ceiling (every arm at 100% on rotate, where
-held-out loss decides), and a task no arm learned (offset, below the floor).
+margin (learned vs sinusoidal on reverse), a task every arm solved (100% on rotate: no information on any metric,
+held-out loss included), and a task no arm learned (offset, below the floor).
 """
 
 from __future__ import annotations
@@ -84,19 +84,20 @@ def test_clear_win_is_supported_and_below_floor_takes_no_part(report: tuple[Path
     assert by[("reverse", "learned")]["verdict"] == "supported"
     assert by[("offset", "learned")]["verdict"].startswith("budget too small")
     assert by[("offset", "sinusoidal")]["verdict"].startswith("budget too small")
-    # The ceiling row is decided on held-out loss, not on the 100% = 100% accuracy.
-    assert by[("rotate", "learned")]["metric"] == "loss"
-    assert "ceiling" in by[("rotate", "learned")]["skipped"][0]
+    # Both arms solved rotate: no information on any metric (SCIENCE.md, "Solved is not informative"), not a loss
+    # comparison between two arms that give the same answers.
+    assert by[("rotate", "learned")]["metric"] is None and by[("rotate", "learned")]["verdict"] == "no information"
+    assert by[("rotate", "learned")]["skipped"] == ["both arms solved the task (accuracy 100.0% and 100.0%)"]
     assert "offset" not in c6["key"]  # key figures never quote an arm below the floor
 
 
-def test_tie_and_ceiling_make_an_equivalence(report: tuple[Path, dict]) -> None:
+def test_a_tie_makes_an_equivalence_and_a_solved_task_takes_no_part(report: tuple[Path, dict]) -> None:
     _, claims = report
     c7 = claims["C7"]
     assert c7["verdict"] == "supported", c7
     rows = {r["where"]["task.name"]: r for r in c7["rows"] if r["family"] == "learned vs sinusoidal"}
     assert rows["reverse"]["metric"] == "acc" and rows["reverse"]["verdict"] == "supported"
-    assert rows["rotate"]["metric"] == "loss" and rows["rotate"]["verdict"] == "supported"
+    assert rows["rotate"]["metric"] is None and rows["rotate"]["verdict"] == "no information"
     assert rows["offset"]["verdict"].startswith("budget too small")
 
 

@@ -105,7 +105,7 @@ def test_the_expected_time_follows_this_machines_pace_once_it_has_one(tmp_path, 
     runs = parse_study(STUDY.format(steps=30)).runs
     assert estimate.read_pace() is None
     plain = expected_line(runs, "local", 2, "cpu")
-    assert "at the speed of pelab's 2-core reference CPU" in plain
+    assert "(at pelab's 2-core reference CPU's speed)" in plain
     estimate.record_pace(100.0, 30.0)  # under a minute: start-up, not pace
     assert estimate.read_pace() is None
     estimate.record_pace(100.0, 200.0)
@@ -113,7 +113,7 @@ def test_the_expected_time_follows_this_machines_pace_once_it_has_one(tmp_path, 
     estimate.record_pace(100.0, 100.0)  # the older study counts half: (100 + 100) / (50 + 100)
     assert estimate.read_pace() == (100.0 + 100.0) / (50.0 + 100.0)
     line = expected_line(runs, "local", 2, "cpu")
-    assert "at this machine's pace in its earlier studies (1.33x pelab's 2-core reference CPU)" in line
+    assert "(its pace: 1.33x the reference)" in line and len(line) <= 100
     monkeypatch.setattr(estimate, "CPU_FIT", (*estimate.CPU_FIT[:-1], estimate.CPU_FIT[-1] * 2))
     assert estimate.read_pace() is None  # a pace against another fit is not this fit's
     estimate.record_pace(100.0, 300.0)

@@ -72,6 +72,39 @@ def test_the_markdown_opens_with_the_answer_then_the_figure_then_the_published_t
     assert "<pre" not in md and "<table" not in md  # no raw HTML walls: <details> and anchors only
 
 
+def test_the_report_prints_the_protocol_its_runs_were_trained_under(
+    study_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first training wrote protocol.json (the rules' sha256, the commit, the study file's sha256); the report's
+    method line prints it; every comparison of a study without a confirmatory grid is exploratory, in claims.json and
+    in its tables. A rule file that differs after the runs trips the "changed since" sentence (here: one more file
+    counted among the rules), and so does a different study file."""
+    from pelab.report.build import load_context
+    from pelab.report.context import protocol_line
+    from pelab.study import protocol as pr
+
+    record = json.loads((study_dir / pr.RECORD).read_text())
+    assert record["rules"]["sha256"] == pr.rules_sha256() and record["later"] == []
+    assert record["study"]["sha256"] == pr.text_sha256(TINY.read_text())
+    md = (study_dir / "report.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("- Protocol: "))
+    assert line.startswith(f"- Protocol: protocol: rules sha256 {record['rules']['sha256'][:12]}… (")
+    assert f"fixed on {record['fixed'][:10]}" in line and "changed since" not in line
+    claims = json.loads((study_dir / "claims.json").read_text())
+    rows = [r for c in claims for r in c["rows"] if "reading" in r]
+    assert rows and {r["reading"] for r in rows} == {"exploratory"}
+    read = [c for c in claims if any(r.get("metric") and "reading" in r for r in c["rows"])]  # a row on a metric
+    assert all(c["reading"] == "exploratory" for c in read), [(c["id"], c["reading"]) for c in read]
+    ctx = load_context(study_dir)
+    assert protocol_line(ctx) == line.removeprefix("- Protocol: ").split(". A comparison is confirmatory")[0]
+    monkeypatch.setattr(pr, "RULE_FILES", (*pr.RULE_FILES, "report/build.py"))
+    assert "the rules changed since these runs were trained: the verdicts below are read by newer rules" in (
+        protocol_line(ctx).replace(f" (now sha256 {pr.rules_sha256()[:12]}…)", "")
+    )
+    ctx.study.source += "\n# edited after the runs\n"
+    assert "the study file changed since these runs were trained" in protocol_line(ctx)
+
+
 def test_report_rebuilds_from_the_database_alone(study_dir: Path) -> None:
     def stable(text: str) -> str:
         return re.sub(r"report time.*", "", text)

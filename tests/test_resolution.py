@@ -72,9 +72,10 @@ def test_direction_gives_the_largest_effect_either_way() -> None:
 
 
 def test_lower_is_better_metrics_are_turned_round_and_relative() -> None:
-    # Held-out loss: raw (A − B) / B in [−5%, +2%]: A's loss up to 5% lower (better), or up to 2% higher (worse).
-    r = resolve("not_worse", LOSS, (-0.05, 0.02), 0.95)
-    assert r is not None and (r.lo, r.hi) == pytest.approx((-0.02, 0.05))
+    # Held-out loss: raw log(A / B) in [log 0.95, log 1.02]: A's loss down to 0.95 times B's (better), or up to 1.02
+    # times (worse).
+    r = resolve("not_worse", LOSS, (math.log(0.95), math.log(1.02)), 0.95)
+    assert r is not None and (r.lo, r.hi) == pytest.approx((-math.log(1.02), -math.log(0.95)))
     assert r.text == "A trails B by at most 2.0% of B's held-out loss at 95%"
 
 
@@ -161,24 +162,21 @@ def test_a_claims_resolution_is_the_widest_undecided_row() -> None:
 
 
 def test_intervals_are_shown_within_the_metrics_range() -> None:
-    """SCIENCE.md: intervals are clipped to the metric's range for display. A t-interval on heavy-tailed per-seed
-    loss ratios reached −159.6% in quick's C6 ("A better by at most 159.6%"): no loss is below zero, so A can be
-    at most 100% lower. Accuracy differences stay within ±100 pp. The verdict never reads the clipped numbers."""
+    """SCIENCE.md: intervals are shown within the metric's range. Accuracy differences are clipped to ±100 pp. A
+    relative loss is read on per-seed log-ratios, shown as 100·(exp(x) − 1)%, which no interval can take below −100%:
+    quick's C6 once showed "−159.6%" from a t-interval on (A − B) / B; no clip is needed now, and none is made. The
+    verdict never reads a clipped number."""
     from pelab.rules import ACC, LOSS, Test, difference_text
     from pelab.rules.resolution import resolve
 
-    assert LOSS.clip_diff(-1.596) == -1.0 and LOSS.clip_diff(8.218) == 8.218
     assert ACC.clip_diff(-1.3) == -1.0 and ACC.clip_diff(1.2) == 1.0 and ACC.clip_diff(0.2) == 0.2
-    t = Test(LOSS, [3.0, 0.5, -0.2, 0.1, 0.4])
-    assert (
-        difference_text(t, (-1.596, 8.218))
-        == f"A's held-out loss {LOSS.fmt_diff(t.mean)} [-100.0%, +821.8%] relative to B's"
-    )
-    res = resolve("better", LOSS, (-1.596, 8.218), 0.95)
-    assert res is not None and res.a_by_at_most == 1.0 and "A better by at most 100.0%" in res.text
-    # the test's own interval, oriented (A better upwards: a lower loss) and clipped for display; a verdict reads
-    # it unclipped
-    heavy = Test(LOSS, [-0.9, -0.95, 0.5, -0.99, -0.8])  # A's loss far lower on 4 seeds, higher on 1
+    heavy = Test(LOSS, tuple(math.log(r) for r in (0.1, 0.05, 1.6, 0.02, 0.3)))  # A's loss far lower on 4 seeds
     lo, hi = heavy.interval()
-    assert lo < -1.0 and heavy.oriented() == (-hi, -lo)  # the raw interval reaches past −100%
-    assert heavy.oriented(clip=True) == (-hi, 1.0)
+    assert math.expm1(lo) > -1.0 and heavy.oriented(clip=True) == heavy.oriented() == (-hi, -lo)
+    text = difference_text(heavy, (lo, hi))
+    assert text == (f"A's held-out loss {100 * math.expm1(heavy.mean):+.1f}% [{100 * math.expm1(lo):+.1f}%, "
+                    f"{100 * math.expm1(hi):+.1f}%] relative to B's")  # fmt: skip
+    res = resolve("better", LOSS, (lo, hi), 0.95)
+    # oriented: A better by at most −lo on the log scale, B's loss then exp(−lo) times A's
+    assert res is not None and res.a_by_at_most == pytest.approx(-lo) and res.b_by_at_most == pytest.approx(hi)
+    assert f"A better by at most {100 * math.expm1(-lo):.1f}%" in res.text

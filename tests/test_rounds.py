@@ -163,10 +163,14 @@ def test_only_the_arms_of_open_comparisons_get_seeds_and_it_stops_when_decided(t
     assert outcome.seeds == {"reverse: add": 4, "reverse: concat_split": 4, "reverse: concat_wide": 3}
     assert len(outcome.rounds) == 2 and outcome.ran == 9 + 2 and outcome.still_open == []
     text = console.export_text()
-    assert "round 1: 1 comparison(s) still open: C6 add vs concat_split at 3 seeds" in text
-    assert "round 2: seeds to 2 arm(s): reverse: add +1; reverse: concat_split +1" in text
+    # the terminal counts (lines stay short in a log); the comparisons and arms are in sequential.json
+    assert "round 1: 1 comparison(s) still open (listed in sequential.json)" in text
+    assert "round 2: 2 more seed(s) to 2 arm(s)" in text
     assert "round 2: every comparison is decided" in text
+    assert max(len(line) for line in text.splitlines() if line.startswith(("round", "sequential"))) <= 100
     record = read_record(out)
+    assert record is not None and record["rounds"][0]["open"] == ["C6 add vs concat_split at 3 seeds"]
+    assert record["rounds"][0]["added"] == {"reverse: add": 1, "reverse: concat_split": 1}
     assert record is not None and [sorted(r.values()) for r in record["counts"]] == [[3, 3, 3], [3, 4, 4]]
     table = Console(record=True, width=200)
     results_table(table, out)  # `pelab results` counts the seeds the rounds added
@@ -189,8 +193,8 @@ def test_a_tiny_sequential_study_reports_its_looks_and_a_rerun_trains_nothing(tm
     out = tmp_path / "out"
     first = pelab("study", str(f), "--out", str(out), "--workers", "1")
     assert first.returncode == 0, first.stderr[-3000:]
-    assert "round 1: 2 comparison(s) still open: C6 concat_split vs add at 3 seeds" in first.stdout
-    assert "sequential seeds: 3 round(s); seeds each arm got: reverse: add 5, reverse: concat_split 5" in first.stdout
+    assert "round 1: 2 comparison(s) still open (listed in sequential.json)" in first.stdout
+    assert "sequential seeds: 3 round(s); 5 seeds for 2 arm(s)" in first.stdout
     assert "(of C6; every other claim read the same design" in (out / "report.md").read_text()
     claims = json.loads((out / "claims.json").read_text())
     c6 = next(c for c in claims if c["id"] == "C6")
@@ -365,10 +369,12 @@ def test_rounds_add_seeds_only_outside_a_grid_with_its_own_seeds(tmp_path: Path)
     assert outcome.seeds == {"reverse: add, d=16": 4, "reverse: concat_split, d=16": 4,
                              "reverse: add, d=24": 6, "reverse: concat_split, d=24": 6}  # fmt: skip
     text = console.export_text()
-    assert "round 1: 2 comparison(s) still open: C6 add vs concat_split at 3 seeds; " in text
-    assert "C6 add vs concat_split at 6 seeds (its grid's own seeds: read as they stand)" in text  # past the cap
+    assert "round 1: 2 comparison(s) still open (listed in sequential.json)" in text
+    opened = [r.get("open", []) for r in read_record(tmp_path / "out")["rounds"]]
+    assert opened[0] == ["C6 add vs concat_split at 3 seeds",
+                         "C6 add vs concat_split at 6 seeds (its grid's own seeds: read as they stand)"]  # fmt: skip
     assert "round 1 (sequential seeds, cap 5): 3 seeds for 2 arm(s), 6 seeds for 2 arm(s) (2 of them on their " in text
-    assert "round 2: 1 comparison(s) still open: C6 add vs concat_split at 6 seeds (its grid's own" in text
+    assert "round 2: 1 comparison(s) still open (listed in sequential.json)" in text
     assert "round 2: every comparison that rounds can grow is decided" in text
     assert outcome.still_open == ["C6 add vs concat_split at 6 seeds (its grid's own seeds: read as they stand)"]
     trained = {(c["model"]["d"], c["seed"]) for c in map(json.loads, _configs(tmp_path / "out"))}

@@ -1,7 +1,8 @@
 """The verdict engine on hand-made comparisons whose verdict is known.
 
-Each case names the situation a careful reader worries about: a ceiling, zero spread, an
-arm below the floor, Holm turning a lone small p into inconclusive, a relative loss margin.
+Each case names the situation a careful reader worries about: a ceiling, two arms that solved the task, zero
+spread, an arm below the floor, Holm turning a lone small p into inconclusive, a relative loss margin read on
+log-ratios and never widened near a floor.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from scipy import stats as st
 from pelab.rules import (
     ACC,
     AUC,
+    BPB,
     INCONCLUSIVE,
+    LOG_MARGIN,
     LOSS,
     LOSS_FLOOR,
     NO_INFO,
@@ -61,7 +64,7 @@ def test_paired_test_matches_scipy() -> None:
 
 def test_ceiling_carries_no_information() -> None:
     t = paired_test(comp(arm("a", [1.0, 1.0, 0.9995]), arm("b", [1.0, 1.0, 1.0])), ACC)
-    assert t.info is not None and "ceiling" in t.info
+    assert t.info == "both arms solved the task (accuracy 100.0% and 100.0%)"
 
 
 def test_zero_spread_carries_no_information() -> None:
@@ -75,6 +78,63 @@ def test_relative_metric_and_orientation() -> None:
     assert t.info is None and t.mean < 0
     lo, hi = t.oriented()
     assert lo > 0 and hi > lo  # oriented: positive = A better
+
+
+def test_relative_differences_are_per_seed_log_ratios() -> None:
+    """SCIENCE.md: relative differences of losses are per-seed log-ratios. The interval is the t-interval of
+    log(A / B), shown as 100·(exp(x) − 1)%, so it can never cross −100% and needs no clip; A against B and B against
+    A are mirror images (a ratio and its inverse are the same size), which (A − B) / B was not."""
+    a, b = [0.50, 0.30, 0.80, 0.45, 0.61], [0.55, 0.31, 0.95, 0.50, 0.60]
+    t = paired_test(comp(arm("a", [0.9] * 5, a), arm("b", [0.9] * 5, b)), LOSS)
+    logs = np.log(np.divide(a, b))
+    half = st.t.ppf(0.975, 4) * np.std(logs, ddof=1) / math.sqrt(5)
+    assert t.diffs == pytest.approx(tuple(logs)) and t.interval() == pytest.approx((logs.mean() - half, logs.mean() +
+                                                                                      half))  # fmt: skip
+    back = paired_test(comp(arm("b", [0.9] * 5, b), arm("a", [0.9] * 5, a)), LOSS)
+    assert back.interval() == pytest.approx((-t.interval()[1], -t.interval()[0]))
+    assert LOSS.fmt_diff(math.log(0.905)) == "-9.5%" and LOSS.fmt_diff(math.log(2.0)) == "+100.0%"
+    assert LOSS.fmt_diff(-50.0) == "-100.0%"  # a log-ratio as far below as it goes still shows above −100%
+    assert LOSS.clip_diff(-5.0) == -5.0  # nothing to clip
+
+
+def test_both_arms_solved_carry_no_information_on_any_metric() -> None:
+    """SCIENCE.md, "Solved is not informative": two arms that both solved the task (each mean accuracy within the
+    ceiling tolerance of 100%, or each mean held-out loss under 0.01 nats) tell nothing on accuracy, held-out loss or
+    learning speed: quick's C6 read 0.016 against 0.028 nats as "−43%" for two arms at 100%. The row is no
+    information, shown with both accuracies, and counts for nothing."""
+    a = arm("a", [1.0] * 5, [0.010, 0.012, 0.011, 0.013, 0.014], [0.95, 0.96, 0.95, 0.97, 0.96])
+    b = arm("b", [1.0] * 5, [0.020, 0.025, 0.022, 0.021, 0.030], [0.90, 0.90, 0.91, 0.90, 0.90])
+    for m in (ACC, LOSS, AUC):
+        assert paired_test(comp(a, b), m).info == "both arms solved the task (accuracy 100.0% and 100.0%)"
+    f = family([comp(a, b)], ["acc", "loss", "auc"], FLOOR, MARGIN)
+    assert f.verdict == NO_INFO and f.rows[0].verdict == NO_INFO and f.rows[0].test is None
+    assert f.rows[0].skipped == ["both arms solved the task (accuracy 100.0% and 100.0%)"]  # said once
+    assert family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN, "equivalent", "all").verdict == NO_INFO
+    # solved on held-out loss alone: both means under the 0.01-nat floor (accuracy a hair under the tolerance)
+    c = arm("c", [0.985] * 5, [0.004, 0.005, 0.004, 0.006, 0.004])
+    d = arm("d", [0.984, 0.986, 0.985, 0.984, 0.985], [0.008, 0.009, 0.007, 0.009, 0.008])
+    info = paired_test(comp(c, d), ACC).info
+    assert info == f"both arms solved the task (held-out loss 0.0046 and 0.0082 nats, at most {LOSS_FLOOR}; " \
+        "accuracy 98.5% and 98.5%)"  # fmt: skip
+    # one arm off the ceiling: accuracy informs, as before
+    off = arm("e", [1.0, 0.97, 0.98, 0.96, 0.97])
+    assert paired_test(comp(off, arm("b", [1.0] * 5)), ACC).info is None
+    # measures of the trained models (a probe) are not the task's metrics: two solved decoders are still probed
+    probe_a = Side("a", {"acc": dict.fromkeys(range(3), 1.0), "probe": {0: 0.6, 1: 0.62, 2: 0.65}})
+    probe_b = Side("b", {"acc": dict.fromkeys(range(3), 1.0), "probe": {0: 0.1, 1: 0.12, 2: 0.11}})
+    from pelab.rules import PROBE
+
+    assert paired_test(comp(probe_a, probe_b), PROBE).info is None
+
+
+def test_language_models_are_never_solved() -> None:
+    """A language model is decided on bits per byte, which has no ceiling: two LMs are never "solved"."""
+    lm = {"baseline_loss": dict.fromkeys(range(5), 3.2), "acc": dict.fromkeys(range(5), 1.0)}
+    a = Side("a", {**lm, "bpb": dict(enumerate([2.50, 2.52, 2.49, 2.51, 2.50])),
+                   "loss": dict.fromkeys(range(5), 0.005)})  # fmt: skip
+    b = Side("b", {**lm, "bpb": dict(enumerate([2.60, 2.61, 2.62, 2.60, 2.59])),
+                   "loss": dict.fromkeys(range(5), 0.005)})  # fmt: skip
+    assert paired_test(comp(a, b), BPB).info is None
 
 
 # --- Holm --------------------------------------------------------------------------------
@@ -133,42 +193,28 @@ def test_one_arm_below_the_floor_takes_no_part_unless_its_failure_is_the_claim()
     assert family([both_low], ["acc"], FLOOR, MARGIN, failure_is_evidence=True).verdict == TOO_SMALL
 
 
-def test_ceiling_falls_back_to_loss() -> None:
-    # Both at 100% accuracy; A's held-out loss is clearly lower: decided on loss, not on the ceiling.
-    a = arm("a", [1.0] * 4, [0.010, 0.012, 0.011, 0.013])
-    b = arm("b", [1.0] * 4, [0.020, 0.025, 0.022, 0.021])
+def test_zero_spread_on_accuracy_falls_back_to_loss() -> None:
+    # Two arms off the ceiling with the same accuracy on every seed (zero spread): accuracy says nothing, and held-out
+    # loss decides; the arms did not solve the task, so the fallback stands.
+    a = arm("a", [0.9, 0.92, 0.91, 0.9], [0.20, 0.22, 0.21, 0.23])
+    b = arm("b", [0.9, 0.92, 0.91, 0.9], [0.30, 0.35, 0.32, 0.31])
     f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN)
     assert f.verdict == SUPPORTED
-    assert f.rows[0].test.metric is LOSS and "ceiling" in f.rows[0].skipped[0]
+    assert f.rows[0].test.metric is LOSS and "zero spread" in f.rows[0].skipped[0]
 
 
-def test_loss_floor_falls_back_to_learning_speed() -> None:
-    # Both at 100% and both below the loss floor: 0.0028 against 0.0024 nats is "17% worse" on a relative
-    # margin, but only the sharpness of answers both already get right. Decided on how fast each learned.
-    a = arm("a", [1.0] * 5, [0.0028, 0.0030, 0.0027, 0.0029, 0.0026], [0.90, 0.91, 0.89, 0.92, 0.90])
-    b = arm("b", [1.0] * 5, [0.0024, 0.0025, 0.0023, 0.0024, 0.0022], [0.80, 0.82, 0.81, 0.79, 0.80])
-    assert paired_test(comp(a, b), LOSS).info == f"both arms at the floor of {LOSS.label}"
-    f = family([comp(a, b)], ["acc", "loss", "auc"], FLOOR, MARGIN)
-    assert f.rows[0].test.metric is AUC and f.verdict == SUPPORTED  # a learned faster, though b is sharper
-    assert "ceiling" in f.rows[0].skipped[0] and "floor" in f.rows[0].skipped[1]
-    # One arm above the floor: the loss informs again, and says b is better.
-    a2 = arm("a", [1.0] * 5, [k * LOSS_FLOOR for k in (1.2, 1.3, 1.2, 1.25, 1.1)], [0.9] * 5)
-    f2 = family([comp(a2, b)], ["acc", "loss", "auc"], FLOOR, MARGIN)
-    assert f2.rows[0].test.metric is LOSS and f2.verdict == NOT_SUPPORTED
-
-
-def test_loss_floor_is_judged_on_each_arms_mean() -> None:
-    # Two solved arms whose means sit below 0.01 nats, one seed a hair above: still the floor (the quick report
-    # once read 0.0090 against 0.0105 as "-14%"). An arm whose mean is above the floor makes the loss inform.
-    a = arm("a", [1.0] * 5, [0.0080, 0.0103, 0.0085, 0.0090, 0.0092], [0.90] * 5)
-    b = arm("b", [1.0] * 5, [0.0098, 0.0101, 0.0099, 0.0097, 0.0096], [0.80, 0.82, 0.81, 0.79, 0.80])
-    assert paired_test(comp(a, b), LOSS).info == f"both arms at the floor of {LOSS.label}"
-    above = arm("b", [1.0] * 5, [0.0105, 0.0110, 0.0102, 0.0108, 0.0104])
+def test_solved_is_judged_on_each_arms_mean() -> None:
+    # Two arms whose mean losses sit below 0.01 nats, one seed a hair above: still solved (the quick report once read
+    # 0.0090 against 0.0105 as "-14%"). An arm whose mean is above the floor, off the accuracy ceiling, is not.
+    a = arm("a", [0.985] * 5, [0.0080, 0.0103, 0.0085, 0.0090, 0.0092], [0.90] * 5)
+    b = arm("b", [0.986] * 5, [0.0098, 0.0101, 0.0099, 0.0097, 0.0096], [0.80, 0.82, 0.81, 0.79, 0.80])
+    assert paired_test(comp(a, b), LOSS).info.startswith("both arms solved the task (held-out loss 0.0090 and 0.0098")
+    above = arm("b", [0.986] * 5, [0.0105, 0.0110, 0.0102, 0.0108, 0.0104])
     assert paired_test(comp(a, above), LOSS).info is None
     # Accuracy's ceiling is judged the same way, within the margin of 100%: both means within a point of it can
-    # only read "equal", the ceiling's doing (one seed at 99% no longer makes a solved pair informative) ...
+    # only read "equal", the ceiling's doing (one seed at 99% does not make a solved pair informative) ...
     assert paired_test(comp(arm("a", [1.0, 1.0, 0.99]), arm("b", [1.0] * 3)), ACC).info == (
-        "both arms at the ceiling of accuracy"
+        "both arms solved the task (accuracy 99.7% and 100.0%)"
     )
     # ... while an arm whose mean is a point or more below it makes accuracy inform.
     assert paired_test(comp(arm("a", [1.0, 0.97, 0.98]), arm("b", [1.0] * 3)), ACC).info is None
@@ -205,30 +251,33 @@ def test_equivalence_all() -> None:
     assert family([tie, noisy], ["acc"], FLOOR, MARGIN, kind="equivalent", combine="all").verdict == INCONCLUSIVE
 
 
+#: Accuracy that tells two arms nothing without their having solved the task: the same on every seed (zero spread).
+SAME = [0.90, 0.92, 0.91, 0.90, 0.93]
+
+
 def test_equivalence_on_relative_loss_margin() -> None:
-    # Both at the accuracy ceiling; losses within 0.5% of each other: equivalent within ±2%.
-    a = arm("a", [1.0] * 5, [0.100, 0.2005, 0.150, 0.1201, 0.180])
-    b = arm("b", [1.0] * 5, [0.1002, 0.200, 0.1503, 0.120, 0.1803])
+    # Accuracy with zero spread; losses within 0.5% of each other: equivalent within ±2%.
+    a = arm("a", SAME, [0.100, 0.2005, 0.150, 0.1201, 0.180])
+    b = arm("b", SAME, [0.1002, 0.200, 0.1503, 0.120, 0.1803])
     f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all")
     assert f.verdict == SUPPORTED and f.rows[0].test.metric is LOSS
 
 
-def test_loss_margin_is_at_least_the_floor_in_nats() -> None:
-    # Both solved; 0.014 against 0.012 nats is "+17%" relative, but 0.002 nats: inside a margin of LOSS_FLOOR
-    # nats. Far from the floor the margin is the plain ±2%: 0.52 against 0.50 nats (+4%) is outside it.
-    a = arm("a", [1.0] * 5, [0.0140, 0.0145, 0.0138, 0.0142, 0.0141])
-    b = arm("b", [1.0] * 5, [0.0120, 0.0122, 0.0119, 0.0121, 0.0118])
-    assert margin_for(LOSS, MARGIN, b.mean("loss")) == pytest.approx(LOSS_FLOOR / b.mean("loss"))
-    f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all")
-    assert f.verdict == SUPPORTED and f.rows[0].test.metric is LOSS
-    assert any("nats of B's" in n for n in f.rows[0].notes)
-    a = arm("a", [1.0] * 5, [0.520, 0.522, 0.519, 0.521, 0.520])
-    b = arm("b", [1.0] * 5, [0.500, 0.501, 0.499, 0.500, 0.502])
-    assert margin_for(LOSS, MARGIN, b.mean("loss")) == pytest.approx(0.02)
-    f = family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all")
-    assert f.verdict == NOT_SUPPORTED and not f.rows[0].notes
-    # Accuracy keeps the study's margin.
-    assert margin_for(ACC, MARGIN, 0.5) == MARGIN
+def test_the_loss_margin_is_two_percent_as_a_log_ratio_and_never_widened_near_a_floor() -> None:
+    """SCIENCE.md: ±2% relative loss, none widened near a floor. It is read as |log(A / B)| ≤ log(1.02), whatever
+    B's value: 0.014 against 0.012 nats is +17%, far outside it (the rule this replaces called it "within a margin of
+    0.01 nats", ±78% of B there); 0.52 against 0.50 (+4%) is outside it too; 0.501 against 0.500 is inside."""
+    assert margin_for(LOSS, MARGIN) == LOG_MARGIN == pytest.approx(math.log(1.02))
+    assert margin_for(BPB, MARGIN) == LOG_MARGIN and margin_for(ACC, MARGIN) == MARGIN
+    near = comp(arm("a", SAME, [0.0140, 0.0145, 0.0138, 0.0142, 0.0141]),
+                arm("b", SAME, [0.0120, 0.0122, 0.0119, 0.0121, 0.0118]))  # fmt: skip
+    f = family([near], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all")
+    assert f.verdict == NOT_SUPPORTED and f.rows[0].test.metric is LOSS and not f.rows[0].notes
+    b = arm("b", SAME, [0.500, 0.501, 0.499, 0.500, 0.502])
+    far = comp(arm("a", SAME, [0.520, 0.522, 0.519, 0.521, 0.520]), b)
+    assert family([far], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all").verdict == NOT_SUPPORTED
+    close = comp(arm("a", SAME, [0.501, 0.502, 0.500, 0.501, 0.503]), b)
+    assert family([close], ["acc", "loss"], FLOOR, MARGIN, kind="equivalent", combine="all").verdict == SUPPORTED
 
 
 def test_a_directional_row_inside_the_margin_on_three_seeds_says_inside() -> None:
@@ -240,20 +289,19 @@ def test_a_directional_row_inside_the_margin_on_three_seeds_says_inside() -> Non
 
 
 def test_a_sure_but_negligible_win_is_no_win() -> None:
-    # Two solved arms, A's loss 0.0080 against B's 0.0102 nats... but B is above the floor, so the loss informs:
-    # the interval excludes 0, and lies inside the margin of 0.01 nats. Not a win: with 5 seeds "not supported",
-    # with 3 "inconclusive" (the conclusion rests on the margin).
-    a5 = arm("a", [1.0] * 5, [0.0080, 0.0082, 0.0079, 0.0081, 0.0080])
-    b5 = arm("b", [1.0] * 5, [0.0102, 0.0104, 0.0101, 0.0103, 0.0102])
+    # A's loss 0.5% below B's on every seed: the interval excludes 0 and lies inside the ±2% margin. Not a win:
+    # with 5 seeds "not supported", with 3 "inconclusive" (the conclusion rests on the margin).
+    a5 = arm("a", SAME, [0.4975, 0.4980, 0.4970, 0.4976, 0.4972])
+    b5 = arm("b", SAME, [0.5000, 0.5004, 0.4996, 0.5001, 0.4998])
     f = family([comp(a5, b5)], ["acc", "loss"], FLOOR, MARGIN)
     assert f.rows[0].test.metric is LOSS and f.rows[0].test.oriented()[0] > 0
     assert f.verdict == NOT_SUPPORTED
-    a3 = arm("a", [1.0] * 3, [0.0080, 0.0082, 0.0079])
-    b3 = arm("b", [1.0] * 3, [0.0102, 0.0104, 0.0101])
+    a3 = arm("a", SAME[:3], [0.4975, 0.4980, 0.4970])
+    b3 = arm("b", SAME[:3], [0.5000, 0.5004, 0.4996])
     assert family([comp(a3, b3)], ["acc", "loss"], FLOOR, MARGIN).verdict == INCONCLUSIVE
-    # The same relative gap far from the floor is beyond the ±2% margin: a win.
-    a = arm("a", [1.0] * 3, [0.40, 0.41, 0.395])
-    b = arm("b", [1.0] * 3, [0.51, 0.52, 0.505])
+    # A gap beyond the ±2% margin: a win.
+    a = arm("a", SAME[:3], [0.40, 0.41, 0.395])
+    b = arm("b", SAME[:3], [0.51, 0.52, 0.505])
     assert family([comp(a, b)], ["acc", "loss"], FLOOR, MARGIN).verdict == SUPPORTED
 
 

@@ -26,7 +26,7 @@ import pytest
 from scipy import stats as st
 
 from pelab import rules
-from pelab.rules import ACC, INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Comparison, Side, family, holm
+from pelab.rules import ACC, INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, UNCONFIRMED, Comparison, Side, family, holm
 from pelab.rules.rows import _decide
 from pelab.study import sequential as sq
 
@@ -132,29 +132,64 @@ def test_a_family_read_sequentially_says_so_and_is_stricter() -> None:
     assert any("nominal level is 9" in n and "before any Holm correction" in n for n in seq.rows[0].notes)
 
 
-def test_a_comparison_decided_at_a_look_is_not_reopened_by_seeds_bought_for_another() -> None:
-    """The group-sequential procedure stops a comparison at the look where it is decided. Its arms may still get
-    seeds later (another open comparison reads them); those do not reopen it. Planted: a clear win on the first 5
-    seeds, then 3 seeds the other way, so that read on all 8 the interval spans 0 (quick's C6 on lookup)."""
+def test_a_decision_at_an_early_look_stands_only_where_all_its_seeds_confirm_it() -> None:
+    """SCIENCE.md, "Every seed counts". The design stops a comparison at the look where it is decided; its arms may
+    still get seeds later (another open comparison reads them). The verdict reads all of them, at the nominal level
+    of the look it stopped at, and the decision stands only where that reading agrees. Planted: a clear win on the
+    first 5 seeds, then 3 seeds the other way, so that on all 8 the interval spans 0: the rule this replaces kept
+    "supported" (quick's C6 lookup row, −43.1% at 5 seeds against +84.3% [−100%, +436%] on all 8); now it reads
+    "decided early, not confirmed", which counts as no win."""
     win = [0.06, 0.05, 0.07, 0.06, 0.05]
     a = Side("a", {"acc": {i: 0.90 + d for i, d in enumerate(win + [-0.15, -0.12, -0.14])}})
     b = Side("b", {"acc": dict.fromkeys(range(8), 0.90)})
     looks = sq.Looks((5, 8), 8, "pocock")
     seq = family([Comparison({"task": "t"}, a, b, looks)], ["acc"], 0.5, MARGIN)
-    assert seq.verdict == SUPPORTED and seq.rows[0].test.n == 5 and seq.rows[0].test.looks.counts == (5,)
-    note = next(n for n in seq.rows[0].notes if n.startswith("decided at the look at 5 seeds"))
-    assert note.endswith(f", {INCONCLUSIVE}") and "read on all 8 seeds: A − B" in note  # the later reading, beside
-    # by hand: the first look's interval at Pocock's nominal level for looks at 5 of 8 seeds
+    row = seq.rows[0]
+    assert row.verdict == UNCONFIRMED and seq.verdict == INCONCLUSIVE  # in a family it counts like an open row
+    assert row.test.n == 8 and row.test.looks == sq.Looks((5,), 8, "pocock", overrun=8)
+    # by hand: all 8 seeds' interval at Pocock's nominal level of the look at 5 (of a cap of 8), n − 1 = 7 df
     nominal = sq.nominal_alpha(0.05, (5,), 8, "pocock")
-    half = st.t.isf(nominal / 2, 4) * np.std(win, ddof=1) / math.sqrt(5)
-    assert seq.rows[0].interval == pytest.approx((np.mean(win) - half, np.mean(win) + half))
-    # read on every seed at the last look (what the report did before), the same comparison is open
-    every = family([Comparison({"task": "t"}, a, b, sq.Looks((8,), 8, "pocock"))], ["acc"], 0.5, MARGIN)
-    assert every.verdict == INCONCLUSIVE
-    # a comparison open at the first look is read at its last
+    d8 = [x - 0.90 for x in a.of("acc").values()]
+    half = st.t.isf(nominal / 2, 7) * np.std(d8, ddof=1) / math.sqrt(8)
+    assert row.interval == pytest.approx((np.mean(d8) - half, np.mean(d8) + half))
+    note = next(n for n in row.notes if n.startswith(rules.EARLY))
+    assert note.startswith("decided at the look at 5 seeds: A − B +5.8 pp [") and note.endswith(INCONCLUSIVE)
+    assert ", supported; not confirmed on all 8 seeds its arms got later" in note
+    # the old rule, keep the first look's decision, is what this replaces: the stop alone says "supported"
+    stop = family([Comparison({"task": "t"}, Side("a", {"acc": {i: 0.90 + d for i, d in enumerate(win)}}),
+                               Side("b", {"acc": dict.fromkeys(range(5), 0.90)}), sq.Looks((5,), 8, "pocock"))],
+                  ["acc"], 0.5, MARGIN)  # fmt: skip
+    assert stop.verdict == SUPPORTED
+    # an unconfirmed row buys no seeds: the design stopped it
+    from pelab.report.tables import row_records
+
+    assert row_records(seq)[0]["verdict"] == UNCONFIRMED and sq.still_open(row_records(seq), 12) == []
+    # the same stop, confirmed by 3 later seeds that agree: the win stands, read on all 8 at that look's level
+    agree = Side("a", {"acc": {i: 0.90 + d for i, d in enumerate(win + [0.06, 0.04, 0.05])}})
+    kept = family([Comparison({"task": "t"}, agree, b, looks)], ["acc"], 0.5, MARGIN)
+    assert kept.verdict == SUPPORTED and kept.rows[0].test.n == 8
+    assert any(n.startswith(rules.EARLY) and "; confirmed on all 8 seeds" in n for n in kept.rows[0].notes)
+    # a comparison open at the first look is read at its last, as ever
     slow = Side("a", {"acc": {i: 0.90 + d for i, d in enumerate([0.02, -0.01, 0.03, 0.0, 0.01, 0.02, 0.02, 0.03])}})
     late = family([Comparison({"task": "t"}, slow, b, looks)], ["acc"], 0.5, MARGIN)
-    assert late.rows[0].test.n == 8 and late.rows[0].test.looks.counts == (5, 8)
+    assert late.rows[0].test.n == 8 and late.rows[0].test.looks.counts == (5, 8) and not late.rows[0].test.looks.overrun
+
+
+def test_quicks_c6_row_reads_decided_early_not_confirmed() -> None:
+    """The issue's case on held-out loss: a win at the look at 5 seeds (A's loss about −43% of B's), reversed by the
+    3 seeds bought later for another claim. The arms sit off the accuracy ceiling here (same accuracy on every seed,
+    zero spread), so held-out loss decides; at 100% both arms would have solved the task and the row would be no
+    information before any look."""
+    first, later = [-0.9, -0.25, -0.8, -0.5, -0.35], [2.4, 1.9, 2.2]
+    same = dict(enumerate([0.95, 0.96, 0.94, 0.95, 0.97, 0.95, 0.96, 0.95]))
+    b_loss = dict(enumerate([0.05, 0.06, 0.05, 0.055, 0.05, 0.06, 0.05, 0.052]))
+    a_loss = {s: b_loss[s] * math.exp(x) for s, x in enumerate(first + later)}
+    a, b = Side("concat_split", {"acc": same, "loss": a_loss}), Side("add", {"acc": same, "loss": b_loss})
+    fam = family([Comparison({"task": "lookup"}, a, b, sq.Looks((5, 8), 8, "pocock"))], ["acc", "loss"], 0.8, MARGIN)
+    row = fam.rows[0]
+    assert row.test.metric.key == "loss" and row.verdict == UNCONFIRMED and fam.verdict == INCONCLUSIVE
+    note = next(n for n in row.notes if n.startswith(rules.EARLY))
+    assert "A's held-out loss -42.9% [" in note and ", supported; not confirmed on all 8 seeds" in note
 
 
 # --- the procedure, simulated ------------------------------------------------------------------
@@ -254,6 +289,97 @@ def test_holm_across_open_comparisons_keeps_the_family_rate() -> None:
     assert r <= ALPHA + 3 * mc_error(ALPHA)
 
 
+# --- overrunning data, simulated ----------------------------------------------------------------
+#: The overrun setting of SCIENCE.md's "Every seed counts", as in quick: looks at 5 and 8 seeds of a cap of 8, Pocock
+#: spending; a comparison stopped at 5 still gets the 3 more seeds another comparison bought for its arms.
+OVER_LOOKS, OVER_CAP, OVER_SPENDING = (5, 8), 8, "pocock"
+OVER_REPS = 20_000
+
+
+def _decide_all(kind: str, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+    """The engine's own rule (``rules._decide``) on every interval."""
+    return np.array([_decide(kind, a, b, MARGIN, n) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])  # type: ignore[arg-type]
+
+
+def overrun(effect: float, kind: str, spread: float, seed: int, reps: int = OVER_REPS) -> dict[str, np.ndarray]:
+    """``reps`` comparisons with a planted mean paired difference ``effect``, read by the rule of ``rules.decide``:
+    at 5 seeds at the first look's nominal level; stopped there when decided, but given 3 more seeds anyway (overrun)
+    and then read on all 8 at that same level, the stop standing only where both agree (else ``UNCONFIRMED``); a
+    comparison open at 5 read on 8 at the second look's level. Also what the replaced rule (keep the stop) and
+    reading every look at 95% would have said. Vectorised: the per-seed statistics in NumPy, each interval through
+    the engine's ``_decide``."""
+    rng = np.random.default_rng(seed)
+    d = effect + spread * rng.standard_normal((reps, OVER_CAP))
+    a1 = sq.nominal_alpha(ALPHA, OVER_LOOKS[:1], OVER_CAP, OVER_SPENDING)
+    a2 = sq.nominal_alpha(ALPHA, OVER_LOOKS, OVER_CAP, OVER_SPENDING)
+
+    def interval(n: int, a: float) -> tuple[np.ndarray, np.ndarray]:
+        x = d[:, :n]
+        mean, half = x.mean(axis=1), sq.t_critical(a, n) * x.std(axis=1, ddof=1) / math.sqrt(n)
+        return mean - half, mean + half
+
+    (lo1, hi1), (lo_o, hi_o), (lo2, hi2) = interval(5, a1), interval(8, a1), interval(8, a2)
+    stop, again, last = _decide_all(kind, lo1, hi1, 5), _decide_all(kind, lo_o, hi_o, 8), _decide_all(kind, lo2, hi2, 8)
+    stopped = np.isin(stop, [SUPPORTED, NOT_SUPPORTED])
+    new = np.where(stopped, np.where(again == stop, stop, UNCONFIRMED), last)
+    old = np.where(stopped, stop, last)
+    differs = {  # a difference declared either way: the interval the verdict stands on excludes 0
+        "new": np.where(stopped, (again == stop) & ((lo1 > 0) | (hi1 < 0)) & ((lo_o > 0) | (hi_o < 0)),
+                        (lo2 > 0) | (hi2 < 0)),
+        "old": np.where(stopped, (lo1 > 0) | (hi1 < 0), (lo2 > 0) | (hi2 < 0)),
+    }  # fmt: skip
+    return {"new": new, "old": old, "stopped": stopped, "d": d, **{f"differs_{k}": v for k, v in differs.items()}}
+
+
+def test_the_simulated_overrun_rule_is_the_engines() -> None:
+    """The simulation below reads each comparison as ``rules.family`` does: on 200 of its comparisons, a family of
+    Sides with the design's looks gives the same verdict, unconfirmed stops included."""
+    sims = {"better": overrun(0.01, "better", SPREAD, seed=30, reps=200),
+            "equivalent": overrun(MARGIN / 2, "equivalent", SPREAD / 4, seed=31, reps=200)}  # fmt: skip
+    for kind, sim in sims.items():
+        got = []
+        for row in sim["d"]:
+            a = Side("a", {"acc": {i: 0.90 + x for i, x in enumerate(row)}})
+            b = Side("b", {"acc": dict.fromkeys(range(OVER_CAP), 0.90)})
+            c = Comparison({"task": "t"}, a, b, sq.Looks(OVER_LOOKS, OVER_CAP, OVER_SPENDING))
+            got.append(family([c], ["acc"], 0.5, MARGIN, kind=kind, combine="all").rows[0].verdict)  # type: ignore[arg-type]
+        assert got == sim["new"].tolist()
+        assert UNCONFIRMED in got or kind == "equivalent"  # the branch is exercised, not only the plain ones
+
+
+def test_overrunning_data_keep_the_error_rate_under_a_planted_null() -> None:
+    """(a) No true difference; looks at 5 and 8 seeds (Pocock, cap 8); a comparison stopped at 5 gets 3 more seeds
+    anyway. A difference is declared (a win either way) on at most 5% of 20 000 simulated comparisons, within 3
+    Monte-Carlo standard errors; a win for A on at most 2.5%."""
+    sim = overrun(0.0, "better", SPREAD, seed=40)
+    declared, wins = float(sim["differs_new"].mean()), float(np.mean(sim["new"] == SUPPORTED))
+    old = float(sim["differs_old"].mean())
+    unconfirmed = float(np.mean(sim["new"] == UNCONFIRMED))
+    print(f"overrun, planted null ({OVER_REPS} comparisons): a difference declared in {declared:.4f} ± "
+          f"{mc_error(declared, OVER_REPS):.4f} (the replaced keep-the-stop rule: {old:.4f}); a win for A in "
+          f"{wins:.4f} ± {mc_error(wins, OVER_REPS):.4f}; stopped at 5, not confirmed: {unconfirmed:.4f}")  # fmt: skip
+    assert declared <= ALPHA + 3 * mc_error(ALPHA, OVER_REPS)
+    assert wins <= ALPHA / 2 + 3 * mc_error(ALPHA / 2, OVER_REPS)
+    assert declared <= old  # the new rule declares a subset of what the stop alone declared
+
+
+@pytest.mark.parametrize("spread", [SPREAD / 2, SPREAD / 4])
+@pytest.mark.parametrize("edge", [MARGIN, -MARGIN, 1.1 * MARGIN, -1.1 * MARGIN])
+def test_overrunning_data_keep_the_equivalence_error_rate_at_the_margin(edge: float, spread: float) -> None:
+    """(b) A true difference exactly at the margin (the least favourable case for the equivalence rule) or just
+    outside it (1.1 times the margin): equivalence is declared on at most 2.5% (each of the two one-sided tests'
+    share of the 95% interval) of 20 000 simulated comparisons, within 3 Monte-Carlo standard errors, stops with
+    overrunning data included. A spread of 0.5 pp reaches equivalence at the first look often enough to test the
+    overrun branch; 1 pp mostly at the second."""
+    sim = overrun(edge, "equivalent", spread, seed=50 + int(1000 * abs(edge)) + int(1e4 * spread))
+    r = float(np.mean(sim["new"] == SUPPORTED))
+    stopped_eq = float(np.mean(sim["stopped"] & (sim["old"] == SUPPORTED)))
+    print(f"overrun, planted difference {edge:+.3f} (margin {MARGIN}, spread {spread}): equivalence declared in "
+          f"{r:.4f} ± {mc_error(r, OVER_REPS):.4f} (keep-the-stop: {np.mean(sim['old'] == SUPPORTED):.4f}; "
+          f"equivalent at the stop: {stopped_eq:.4f})")  # fmt: skip
+    assert r <= ALPHA / 2 + 3 * mc_error(ALPHA / 2, OVER_REPS)
+
+
 # --- what the driver asks -------------------------------------------------------------------
 def test_still_open_names_the_undecided_comparisons_and_their_arms() -> None:
     from pelab.rules import INCONCLUSIVE as WORD
@@ -317,8 +443,9 @@ def test_the_report_names_the_method_only_when_a_row_was_read_sequentially() -> 
 
 def test_a_row_whose_arms_got_no_later_seeds_is_not_called_early() -> None:
     """In a family where another row's arms got a second look, a row decided at its only look (its arms got no more
-    seeds) was read on every seed it had: no "decided at the look at" note, so the first screen does not count it
-    as "decided at an early look and not borne out" (quick's reverse, sinusoidal concat_wide row did)."""
+    seeds) was read on every seed it had: no "decided at the look at" note, and its decision stands (quick's reverse,
+    sinusoidal concat_wide row was once counted as "not borne out"); the row whose arms got 3 more seeds that reverse
+    it is not confirmed."""
     win = [0.06, 0.05, 0.07, 0.06, 0.05]
     a = Side("a", {"acc": {i: 0.90 + d for i, d in enumerate(win)}})
     b = Side("b", {"acc": dict.fromkeys(range(5), 0.90)})
@@ -333,25 +460,45 @@ def test_a_row_whose_arms_got_no_later_seeds_is_not_called_early() -> None:
         0.5,
         MARGIN,
     )
-    assert [r.verdict for r in fam.rows] == [SUPPORTED, SUPPORTED]
+    assert [r.verdict for r in fam.rows] == [SUPPORTED, UNCONFIRMED]
     assert not any(n.startswith(rules.EARLY) for n in fam.rows[0].notes), fam.rows[0].notes
-    assert any(n.startswith(rules.EARLY) and "read on all 8 seeds" in n for n in fam.rows[1].notes)
+    assert any(n.startswith(rules.EARLY) and "not confirmed on all 8 seeds" in n for n in fam.rows[1].notes)
 
 
 def test_a_comparison_is_read_on_the_same_metric_at_every_look() -> None:
     """Alpha spending follows one statistic across looks. Quick's C2 lookup row read held-out loss at 5 seeds
     (accuracy at its ceiling) and accuracy at 8, when one seed at 91% pulled a mean under the ceiling. Now the
-    first look's metric is read at every look, and the row says why accuracy was not."""
-    acc_a = [1.0, 1.0, 1.0, 1.0, 1.0, 0.91, 1.0, 1.0]
+    first look's metric is read at every look, and the row says why accuracy was not. (Two arms at the ceiling have
+    solved the task and say nothing on any metric; here accuracy is silent at 5 seeds by zero spread.)"""
+    acc_a = [0.95, 0.95, 0.95, 0.95, 0.95, 0.86, 0.95, 0.95]
     loss_a = [0.02, 0.07, 0.03, 0.06, 0.04, 0.336, 0.03, 0.05]  # open at 5 seeds: read again at 8
     loss_b = [0.05, 0.052, 0.049, 0.051, 0.05, 0.05, 0.048, 0.051]
     a = Side("a", {"acc": dict(enumerate(acc_a)), "loss": dict(enumerate(loss_a))})
-    b = Side("b", {"acc": dict.fromkeys(range(8), 1.0), "loss": dict(enumerate(loss_b))})
+    b = Side("b", {"acc": dict.fromkeys(range(8), 0.95), "loss": dict(enumerate(loss_b))})
     looks = sq.Looks((5, 8), 8, "pocock")
     fam = family([Comparison({"task": "t"}, a, b, looks)], ["acc", "loss"], 0.5, MARGIN)
     row = fam.rows[0]
     assert row.test is not None and row.test.metric.key == "loss" and row.test.n == 8
-    # read on all 8 seeds without the pin, accuracy would have decided (A's mean 98.9% is off the ceiling)
+    # read on all 8 seeds without the pin, accuracy would have decided (one seed at 86%: the spread is no longer 0)
     free = family([Comparison({"task": "t"}, a, b, sq.Looks((8,), 8, "pocock"))], ["acc", "loss"], 0.5, MARGIN)
     assert free.rows[0].test.metric.key == "acc"
     assert any("first look read held-out loss" in s for s in row.skipped), row.skipped  # why not accuracy
+
+
+def test_the_method_line_names_the_spending_function_the_study_file_asks_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's method line names the study's own ``[sequential] spending`` (the presets use Pocock's), and the
+    claims' documentation names none as if it were the only one."""
+    from types import SimpleNamespace
+
+    from pelab.report import build
+    from pelab.report.summary import claims_markdown
+    from pelab.study.grid import Sequential
+
+    monkeypatch.setattr(build, "seeds_text", lambda study, design: "the seeds each arm got")
+    for spending in ("pocock", "obrien_fleming"):
+        ctx = SimpleNamespace(design=object(), study=SimpleNamespace(sequential=Sequential(8, 3, spending)))
+        text = build.sequential_text(ctx, [])  # type: ignore[arg-type]
+        assert text == f"{sq.method_line(spending)}; the seeds each arm got"  # type: ignore[arg-type]
+        assert f"({sq.SPENDING_NAMES[spending]}-type, the study's [sequential] spending)" in text
+    docs = claims_markdown()
+    assert "O'Brien–Fleming-type or Pocock-type" in docs and "O'Brien–Fleming-type," not in docs

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_gpu_preset import load_preset
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
@@ -276,12 +277,11 @@ def test_every_recorded_pilot_loads_and_trains_no_seed_a_preset_trains(pilot: Pa
     """A pilot file is a record someone can rerun: it parses as a study, and its seeds are none a preset trains
     (sequential seeds up to the cap included, and a grid's own seeds), so no budget was fixed on the seeds its verdicts
     read."""
-    from pelab.cli import preset_path
     from pelab.study.grid import load_study, seed_sequence
 
     trained: set[int] = set()
-    for name in ("quick", "full", "paper"):
-        study = load_study(preset_path(name))
+    for name in ("quick", "full", "gpu"):
+        study = load_preset(name)
         cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
         trained |= set(seed_sequence(study.seeds, cap)) | {s for own in study.fixed.values() for s in own}
     study = load_study(pilot)
@@ -301,8 +301,8 @@ def test_a_presets_pilot_is_recorded_and_trains_no_seed_a_preset_trains(preset: 
 
     pilot = load_study(Path(__file__).parents[1] / "bench" / "pilots" / f"{preset}.toml")
     trained: set[int] = set()
-    for name in ("quick", "full", "paper"):
-        study = load_study(preset_path(name))
+    for name in ("quick", "full", "gpu"):
+        study = load_preset(name)
         cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
         trained |= set(seed_sequence(study.seeds, cap)) | {s for own in study.fixed.values() for s in own}
     assert not set(pilot.seeds) & trained

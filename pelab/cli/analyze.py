@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from pelab.cli.app import PluginOption, TrustOption, app, check_sizes, console, folder_plugins, parse_grid
-from pelab.errors import PelabError, check_range
+from pelab.errors import PelabError, check_range, visible
 
 
 @app.command()
@@ -46,6 +46,9 @@ def analyze(
             raise PelabError("run: give both --run RUN_ID and --db STUDY_DIR to analyse a trained model")
         if alone:
             raise PelabError(f"run: {', '.join(alone)} describe an encoding alone; leave them out with --run")
+        from pelab.study.folder import StudyFolder
+
+        StudyFolder(db).check()  # a link where pelab keeps a file (its database, a checkpoint): one line
         folder_plugins(db, plugin, trust_plugins)  # the study's plugins, confirmed, before its runs are read
         inputs = AnalysisInput.for_model(*load_trained(db, run_id))
     elif table is not None:
@@ -59,7 +62,7 @@ def analyze(
         pos = build(PositionConfig, scheme=position or "sinusoidal", layout=layout)
         width, positions = 512 if d is None else d, 128 if length is None else length
         inputs = AnalysisInput.for_scheme(pos, width, positions, parse_grid(grid), seed=seed)
-    with console.status(f"analysing {escape(inputs.label)}"):
+    with console.status(f"analysing {escape(visible(inputs.label))}"):  # a spinner's text skips render_str
         results = run_analyses(what, inputs, out)
     for name, res in results.items():
         if isinstance(res, str):

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import rich.console
 import typer
-from rich.console import Console
+from rich.text import Text
 
-from pelab.errors import PelabError
+from pelab.errors import PelabError, visible
+
+
+class Console(rich.console.Console):
+    """The command's console: every string it renders (markup, a table's cells and title, a plain line) has its
+    control characters made visible first (``errors.visible``), so a study, grid or arm name, a path or a stored
+    failure reason prints as text and can never recolour the screen or set the window title. Rich's own styles
+    and cursor moves are added after, so they still work."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(visible(text, lines=True), **kwargs)
+
 
 app = typer.Typer(
     add_completion=False,
@@ -58,7 +70,7 @@ def parse_grid(grid: str | None) -> tuple[int, int] | None:
     return rows, cols
 
 
-PRESETS = ("quick", "full", "paper")
+PRESETS = ("quick", "full", "gpu")
 
 
 def preset_path(name: str) -> Path:

@@ -7,12 +7,13 @@ import errno
 import os
 import signal
 import sys
+from typing import NoReturn
 
 from typer.exceptions import Abort, TyperException
 
 from pelab import INTERRUPTED, interrupts
 from pelab.cli.app import app
-from pelab.errors import PelabError
+from pelab.errors import PelabError, visible
 
 
 def environment_message(e: OSError) -> str:
@@ -82,6 +83,13 @@ def main() -> None:
     sys.exit(rc)
 
 
+def fail(message: str) -> NoReturn:
+    """The one line every user mistake ends as, exit 2: user text inside it (a name, a path, a stored value) has
+    its control characters made visible, so the line can neither rewrite the terminal nor fail to encode."""
+    print(f"pelab: error: {visible(message)}", file=sys.stderr)
+    sys.exit(2)
+
+
 def _main() -> int:
     try:  # a Ctrl-C this early (CI caught one inside this import) is still one line, not a traceback
         import sqlite3
@@ -90,22 +98,17 @@ def _main() -> int:
     try:
         rc = app(standalone_mode=False)
     except PelabError as e:
-        print(f"pelab: error: {e}", file=sys.stderr)
-        sys.exit(2)
+        fail(str(e))
     except TyperException as e:  # click's usage errors: bad option, missing argument
         if type(e).__name__ == "NoArgsIsHelpError":  # `pelab` alone: the help is already printed (cf. typer #1278)
             sys.exit(2)
-        print(f"pelab: error: {usage_message(e)}", file=sys.stderr)
-        sys.exit(2)
+        fail(usage_message(e))
     except OSError as e:  # the machine's errors: disk full, read-only, a file where a folder goes
-        print(f"pelab: error: {environment_message(e)}", file=sys.stderr)
-        sys.exit(2)
+        fail(environment_message(e))
     except sqlite3.Error as e:
-        print(f"pelab: error: {database_message(e)}", file=sys.stderr)
-        sys.exit(2)
+        fail(database_message(e))
     except MemoryError:
-        print("pelab: error: out of memory; lower the sizes (d, batch, length) or free memory", file=sys.stderr)
-        sys.exit(2)
+        fail("out of memory; lower the sizes (d, batch, length) or free memory")
     except (Abort, KeyboardInterrupt):
         rc = 130
     except Exception:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Annotated
@@ -18,8 +19,8 @@ def _older_runs_note(out: Path) -> None:
     from pelab.records import ENGINE
     from pelab.study.store import Store
 
-    with Store(out, create=False) as store:
-        versions = [r["versions"] for r in store.rows() if r["status"] == "done"]
+    with Store(out, create=False) as store:  # quiet: the report's own reading counts what it left out, once
+        versions = [r["versions"] for r in store.rows(quiet=True) if r["status"] == "done"]
     engines = [v.get("engine") if isinstance(v, dict) else None for v in versions]
     older = sum(e != ENGINE for e in engines)
     if older and older < len(engines):
@@ -58,15 +59,15 @@ def report_cmd(
     trust_plugins: TrustOption = False,
 ) -> None:
     """Rebuild a study's report from its database and checkpoints, without training."""
+    from pelab.study.folder import StudyFolder
     from pelab.study.store import DB_NAME, Store, StudyLock
 
-    if not (out / DB_NAME).is_file():
+    StudyFolder(out).check()  # a received folder with a link or a FIFO where pelab keeps a file: one line
+    if not os.path.lexists(out / DB_NAME):
         raise PelabError(f"out: {out} holds no pelab study (no {DB_NAME})")
     Store(out, create=False).close()  # a damaged or foreign database is refused before the lock file is made
     folder_plugins(out, plugin, trust_plugins)  # its plugins' code runs only when confirmed
     with StudyLock(out):  # not while a study (or another report) writes this folder
-        from pelab.study.folder import StudyFolder
-
         StudyFolder(out).remove_leftovers()  # temp files of a report cut short (Ctrl-C, kill -9)
         _report(out)
 
@@ -87,8 +88,10 @@ def results(
     trust_plugins: TrustOption = False,
 ) -> None:
     """Per arm: mean and 95% interval over seeds, with parameters and FLOPs beside."""
+    from pelab.study.folder import StudyFolder
     from pelab.study.store import DB_NAME
 
+    StudyFolder(out).check()  # read-only, but a link there would still be read through
     if (out / DB_NAME).is_file():
         folder_plugins(out, plugin, trust_plugins)  # its plugins' code runs only when confirmed
     _results_table(out, by=by, csv=csv, metric=metric)

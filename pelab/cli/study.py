@@ -12,12 +12,13 @@ from rich.markup import escape
 
 from pelab.cli import report as reporting
 from pelab.cli.app import PluginOption, TrustOption, app, console, preset_path
+from pelab.errors import PelabError, visible
 
 
 @app.command()
 def study(
     file: Annotated[Path | None, typer.Argument(help="study file (TOML); default: the chosen preset")] = None,
-    preset: Annotated[str, typer.Option(help="built-in study when no file is given: quick | full | paper")] = "quick",
+    preset: Annotated[str, typer.Option(help="built-in study when no file is given: quick | full | gpu")] = "quick",
     out: Annotated[Path | None, typer.Option(help="study folder (default: pelab-out/NAME)")] = None,
     workers: Annotated[
         int | None, typer.Option(help="runs at a time (default: one per core; with Ray, as many as the cluster fits)")
@@ -42,13 +43,17 @@ def study(
             "per core; with Ray, 1)"
         ),
     ] = None,
+    allow_long: Annotated[
+        bool, typer.Option(help="run a study estimated past 100 hours (without it: asked on a terminal, else refused)")
+    ] = False,
     plugin: PluginOption = None,
     trust_plugins: TrustOption = False,
 ) -> None:
     """Run a study (default: the quick preset) and write its report. Resumable: rerun to finish."""
     from pelab.device import check_device_name, resolve_device
     from pelab.plugins import load_named
-    from pelab.study.driver import check_study, run_study
+    from pelab.study.driver import check_study, run_study, too_long
+    from pelab.study.folder import StudyFolder
     from pelab.study.grid import load_study
     from pelab.study.store import DB_NAME, Store, StudyLock
 
@@ -64,7 +69,10 @@ def study(
     # Every check before the folder is touched; then one lock over the runs and the report, so a second
     # driver cannot write this folder's report while this one does.
     check_study(spec, workers, threads, device, backend, address, retries, runs_per_gpu)
-    if (out / DB_NAME).exists():  # a damaged or foreign database is refused before the lock file is made
+    if not allow_long:
+        _not_too_long(too_long(spec.runs, workers))
+    StudyFolder(out).check()  # a received folder with a link or a FIFO where pelab keeps a file: one line
+    if os.path.lexists(out / DB_NAME):  # a damaged or foreign database is refused before the lock file is made
         Store(out, create=False).close()
     with StudyLock(out):
         if checkpoints and (out / DB_NAME).exists():
@@ -107,8 +115,25 @@ def study(
             )
 
 
+def _not_too_long(message: str | None) -> None:
+    """A study estimated past ``driver.MAX_STUDY_HOURS`` starts only when the user says so: asked (y/N) on a
+    terminal, refused in one line elsewhere (CI, a log), the message naming --allow-long either way."""
+    if message is None:
+        return
+    if _on_terminal():
+        console.print(escape(message.removeprefix("study: ")), soft_wrap=True)
+        if typer.confirm("start it anyway?", default=False):
+            return
+    raise PelabError(message)
+
+
+def _on_terminal() -> bool:
+    """Whether a person can answer: stdin and stdout both a terminal (not CI, not a log, not a pipe)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
 #: Past this many arms, ``pelab study --no-report`` names the commands that show the numbers instead of printing
-#: them (the paper preset has 207 arms).
+#: them (the gpu preset has 72 arms).
 MAX_TABLE_ARMS = 30
 
 
@@ -130,7 +155,7 @@ def _retrain_damaged(out: Path, run_ids: list[str]) -> None:
         if not damaged:
             return
         store.forget(damaged)
-    print(f"pelab: {len(damaged)} checkpoint(s) were damaged (the first: {folder.checkpoint(damaged[0])}); "
+    print(f"pelab: {len(damaged)} checkpoint(s) were damaged (the first: {visible(folder.checkpoint(damaged[0]))}); "
           "training their runs again", file=sys.stderr)  # fmt: skip
 
 
@@ -143,5 +168,5 @@ def _none_learned(out: Path, run_ids: set[str]) -> None:
     if not rows or any(r["status"] != "failed" for r in rows):
         return
     first = (str(rows[0]["reason"] or "").strip().splitlines() or ["no reason stored"])[0]
-    print(f"pelab: error: study: all {len(rows)} runs failed; the first: {first}", file=sys.stderr)
+    print(f"pelab: error: study: all {len(rows)} runs failed; the first: {visible(first)}", file=sys.stderr)
     raise typer.Exit(1)

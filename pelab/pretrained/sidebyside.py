@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 
 from pelab.analysis.inputs import jsonable
+from pelab.errors import visible
 from pelab.files import read_json_cache, write_atomic
 from pelab.pretrained import compare
 from pelab.pretrained import positions as pa
@@ -269,7 +271,8 @@ def run(
 
     out.mkdir(parents=True, exist_ok=True)
     names = ", ".join(m.name for m in models)
-    status = console.status(f"measuring {names}") if console is not None else contextlib.nullcontext()
+    shown = escape(visible(names))  # model folders' names: a spinner's text is markup and skips render_str
+    status = console.status(f"measuring {shown}") if console is not None else contextlib.nullcontext()
     with status, one_thread(), np.errstate(invalid="ignore", divide="ignore"):  # a constant table gives NaN shares
         numbers = compare.side_by_side(models, seed, minilm if any(m.name == BUILTIN for m in models) else None)
         files = draw(out, models, numbers)
@@ -309,8 +312,9 @@ def for_study(out: Path, paths: list[str], minilm: dict | None = None, seed: int
         stale.unlink(missing_ok=True)
     numbers, files = run(out, models, minilm, seed=seed)
     whole = {"models": list(paths), "figures": [f.name for f in files if f.suffix == ".png"], "side_by_side": numbers}
-    write_atomic(path, json.dumps(jsonable(whole), indent=2, allow_nan=False) + "\n")
-    return json.loads(path.read_text())
+    text = json.dumps(jsonable(whole), indent=2, allow_nan=False) + "\n"
+    write_atomic(path, text)
+    return json.loads(text)  # as JSON reads it back, without reading the file again (nor a link put there since)
 
 
 def check_study_json(cached: object) -> str | None:

@@ -25,6 +25,7 @@ from pelab.rules import (
     REPORTED,
     SUPPORTED,
     TOO_SMALL,
+    UNCONFIRMED,
     Comparison,
     Family,
     difference_text,
@@ -130,6 +131,8 @@ def key_of(fam: Family, keys: list[str], floor: float, best: bool = True, says: 
     both = sum(r.comparison.learned(floor) for r in rows)
     more = (f" ({len(rows)} informative comparisons that entered, {both} of them with both arms above the floor; "
             f"{fam.correction.split(' (')[0]})" if len(rows) > 1 else "")  # fmt: skip
+    early = sum(r.verdict == UNCONFIRMED for r in fam.rows)  # never a win: counted apart (``rules.decide``)
+    more += f"; {UNCONFIRMED}: {early}" if early else ""
     c = row.comparison
     where = next(place for r, place in zip(fam.rows, places(fam, keys), strict=True) if r is row)
     verdict = (says or {}).get(row.verdict, row.verdict)

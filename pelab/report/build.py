@@ -24,10 +24,11 @@ from pelab.errors import PelabError
 from pelab.files import write_atomic
 from pelab.records import ENGINE
 from pelab.report import rates
+from pelab.report.answer import gap_figure, lm_sentences
 from pelab.report.catalog import all_claims
 from pelab.report.claim_lines import claim_line
 from pelab.report.compact import published
-from pelab.report.context import ReportContext, report_pool
+from pelab.report.context import ReportContext, protocol_line, report_pool
 from pelab.report.figures import curves_plot
 from pelab.report.first_screen import answer_sentences
 from pelab.report.looks import VERDICT_CLASS, VERDICT_GLYPH
@@ -39,6 +40,7 @@ from pelab.report.render import template_env, verdict_split
 from pelab.report.summary import DOC, claims_markdown, not_measured, run_elsewhere, scale, seeds_line
 from pelab.rules import ERROR, FLOOR_POLICY
 from pelab.study.design import load_design, reading_under, seeds_text
+from pelab.study.protocol import confirmatory_runs, read_protocol, reading_protocol
 
 __all__ = ["VERDICT_CLASS", "VERDICT_GLYPH", "build_report", "decide_claims", "template_env", "verdict_split"]
 from pelab.study.grid import Study
@@ -87,6 +89,8 @@ def load_context(folder: Path) -> ReportContext:
     rows = same_computation(rows)
     if not rows:
         raise PelabError(f"out: {folder} has no finished runs of its study yet")
+    protocol = read_protocol(folder)
+    confirmatory = confirmatory_runs(protocol, study, {r["run_id"]: str(r["finished_at"]) for r in rows})
     frame = runs_frame(rows, floor=study.report["floor"])
     widths = {r.run_id: r.model.widths().model for r in study.runs}
     frame["width"] = frame.run_id.map(widths)  # the model's actual width (d + d_position for concat_wide)
@@ -100,6 +104,8 @@ def load_context(folder: Path) -> ReportContext:
         rate_choices=choices,
         excluded=excluded,
         design=design,
+        protocol=protocol,
+        confirmatory=confirmatory,
         **study.report,
     )
 
@@ -128,8 +134,8 @@ def rate_note(study: Study) -> str:
                 "below for each arm's rate and the verdicts at one fixed rate)")  # fmt: skip
     fixed = sorted({r.train.lr for r in study.runs})
     return (f"one fixed rate per task ({', '.join(f'{x:g}' for x in fixed)}), the same for every arm of a comparison, "
-            "not tuned per arm: an arm that wants another rate can lose for that reason alone (the paper preset "
-            "gives a grid of rates)")  # fmt: skip
+            "not tuned per arm: an arm that wants another rate can lose for that reason alone (the gpu preset "
+            "gives its C7 and C18 arms a grid of rates)")  # fmt: skip
 
 
 def rates_section(ctx: ReportContext, claims: list[ClaimResult]) -> Section | None:
@@ -225,14 +231,14 @@ def sequential_method(claims: list[ClaimResult]) -> str:
 
 
 def sequential_text(ctx: ReportContext, claims: list[ClaimResult]) -> str:
-    """The method line's sentence on seeds for a sequential study: the method, the design and the seeds each arm
-    got; "" for fixed seeds."""
-    method = sequential_method(claims)
-    if ctx.design is None:
-        return method
+    """The method line's sentence on seeds for a sequential study: the method, naming the spending function the study
+    file asks for (``[sequential] spending``), the design and the seeds each arm got; "" for fixed seeds."""
+    if ctx.design is None or ctx.study.sequential is None:
+        return sequential_method(claims)
     from pelab.study.sequential import method_line
 
-    return f"{method or method_line(ctx.design.spending)}; {seeds_text(ctx.study, ctx.design)}"  # type: ignore[arg-type]
+    method = method_line(ctx.study.sequential.spending)  # type: ignore[arg-type]
+    return f"{method}; {seeds_text(ctx.study, ctx.design)}"
 
 
 def _plan_claims(ctx: ReportContext, specs: Sequence[Claim]) -> None:
@@ -278,7 +284,7 @@ def decide_claims(folder: str | Path, only: Sequence[str] = ()) -> list[ClaimRes
     round that buys seeds for a few claims decides only those, so it measures only what they read."""
     ctx = load_context(Path(folder))
     ctx.display = False  # verdicts only: no figure, no analysis of a displayed run
-    with report_pool() as pool, reading_under(ctx.design):
+    with report_pool() as pool, reading_under(ctx.design), reading_protocol(ctx.confirmatory):
         ctx.pool = pool
         return _claims(ctx, only)
 
@@ -315,7 +321,7 @@ def build_report(
     work.expect("writing", WRITING)
     ctx = load_context(folder)
     ctx.work = work
-    with report_pool() as pool, reading_under(ctx.design):
+    with report_pool() as pool, reading_under(ctx.design), reading_protocol(ctx.confirmatory):
         ctx.pool = pool
         claims = _claims(ctx)
         published_ = published_section(ctx, claims)
@@ -323,6 +329,7 @@ def build_report(
         ctx.pool = None
     curves = _curves(ctx)
     overview, _ = overview_figure(ctx, claims)
+    gap = gap_figure(ctx, claims)
     claim_forests(ctx, claims)
     with Store(folder, create=False) as store:
         seconds = store.meta("study_seconds")
@@ -359,6 +366,8 @@ def build_report(
         source=ctx.study.source,
         Table=Table,
         sentences=answer_sentences(claims, ctx.floor, ctx.margin),
+        lm_answer=lm_sentences(ctx, claims),
+        gap=gap,
         overview=overview,
         published=published(published_.tables[0].columns, published_.tables[0].rows),
         published_about=published_.paragraphs,
@@ -367,6 +376,7 @@ def build_report(
         scale=scale(ctx),
         sequential=sequential_text(ctx, claims),
         plugins=plugin_rows(ctx.study.plugins),
+        protocol=protocol_line(ctx),
     )
     data["report_seconds"] = f"{time.perf_counter() - started:.0f}"
     html_path, md_path = folder / "report.html", folder / "report.md"
@@ -384,6 +394,7 @@ def build_report(
                     "key": c.key,
                     "resolution": c.resolution,
                     "metric": c.metric,
+                    "reading": c.reading,
                     "runs": c.run_ids,
                     "rows": c.rows,
                     **claim_plugins(ctx, c.run_ids),

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
-from pelab.files import write_atomic
+from pelab.files import make_dirs, write_atomic
 from pelab.records import RunResult, sizes_in
 from pelab.report.looks import VERDICT_GLYPH, VERDICT_STYLE
 
@@ -79,7 +79,7 @@ def results_table(
     metrics = [main, *extra]
     table = summarize(frame, keys, metrics)
     if csv is not None:
-        csv.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(csv.parent)
         write_atomic(csv, table.to_csv(index=False))
     name = escape(study.name if study else str(out))
     t = Table(title=f"{name}: mean [95% interval] over seeds", title_justify="left")

@@ -36,6 +36,12 @@ def measure_job(folder: str, name: str, run_id: str, at_init: bool) -> dict[str,
     return MEASURES[name](inputs)
 
 
+#: What a claim says of the arms ``ReportContext.unmeasured`` left out, with how many.
+NOT_MEASURED = (
+    "{n} arm(s) that learned kept no checkpoint (the study ran with --no-checkpoints), so their models were not "
+    "measured and take no part here; a study that keeps checkpoints (the default of `pelab study`) measures them"
+)
+
 #: Measures of stored models already computed in this process, by study folder, measure key and the checkpoint's
 #: identity on disk. A sequential study reads the same models at every look and again in its report, in one
 #: process; a run's checkpoint never changes under its run id (a replaced or rewritten file has another inode,
@@ -46,7 +52,7 @@ _MEMO: dict[tuple[str, str, tuple[int, int, int]], dict[str, Any]] = {}
 def _stamp(folder: Path, run_id: str) -> tuple[int, int, int] | None:
     """The checkpoint's identity on disk (inode, size, mtime in ns); None when it cannot be read."""
     try:
-        st = StudyFolder(folder).checkpoint(run_id).stat()
+        st = os.lstat(StudyFolder(folder).checkpoint(run_id))  # a link is never followed (nor loaded)
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -94,6 +100,15 @@ def report_pool(workers: int | None = None) -> Iterator[Executor | None]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def protocol_line(ctx: ReportContext) -> str:
+    """The report's protocol line (``pelab.study.protocol.protocol_line``): "protocol: rules sha256 ab12… (commit
+    1a2b3c4), study file sha256 cd34…, fixed on 2026-11-27", and plainly whether the rules or the study file changed
+    since the runs were trained. For the method line and the first screen."""
+    from pelab.study.protocol import protocol_line as line
+
+    return line(ctx.protocol, ctx.study)
+
+
 @dataclass
 class ReportContext:
     folder: Path
@@ -121,6 +136,10 @@ class ReportContext:
     display: bool = True
     #: the report's progress (``pelab.report.progress``): measures, claims and writing as they end; None: untold
     work: Any = None
+    #: the folder's protocol (``pelab.study.protocol``, protocol.json), None where its runs were trained before pelab
+    #: wrote one; and the runs a comparison may call confirmatory under it (``confirmatory_runs``)
+    protocol: dict[str, Any] | None = None
+    confirmatory: frozenset[str] = frozenset()
 
     def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
         """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and
@@ -142,15 +161,11 @@ class ReportContext:
 
     @property
     def figures(self) -> Path:
-        p = self.folder / "figures"
-        p.mkdir(parents=True, exist_ok=True)
-        return p
+        return StudyFolder(self.folder).folder("figures")  # made when missing; a link there is refused
 
     @property
     def analysis_dir(self) -> Path:
-        p = self.folder / "analyses"
-        p.mkdir(parents=True, exist_ok=True)
-        return p
+        return StudyFolder(self.folder).folder("analyses")
 
     def has_checkpoint(self, run_id: str) -> bool:
         return StudyFolder(self.folder).has_checkpoint(run_id)
@@ -172,6 +187,18 @@ class ReportContext:
         if done.empty or not side(done, "arm").learned(self.floor):  # one test, language models included
             return []
         return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+
+    def unmeasured(self, arm: pd.DataFrame) -> bool:
+        """Whether an arm learned its task but none of its finished runs kept a checkpoint (a study run with
+        ``--no-checkpoints``, as a GPU lease runs one): its models cannot be measured, which says nothing about
+        whether it learned. A claim leaves such an arm out of its measured comparisons (``NOT_MEASURED``) rather
+        than call it below the floor."""
+        from pelab.report.evidence import side
+
+        done = arm[arm.status == "done"]
+        if done.empty or not side(done, "arm").learned(self.floor):
+            return False
+        return not any(self.has_checkpoint(str(r)) for r in done.run_id)
 
     def submit(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> None:
         """Start ``measure`` for these runs on the report's workers without waiting (nothing without a pool). A

@@ -12,11 +12,24 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import is_dataclass, replace
+from types import SimpleNamespace
 from typing import Any
 
 from pelab.report.summary import PHRASE, size_text, span_text, win_facts
-from pelab.rules import NO_INFO, NOT_RUN, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED, TOO_SMALL, metric
+from pelab.rules import (
+    LOG_MARGIN,
+    NO_INFO,
+    NOT_RUN,
+    NOT_SUPPORTED,
+    RELATIVE_MARGIN,
+    SUPPORTED,
+    TOO_SMALL,
+    UNCONFIRMED,
+    metric,
+)
 
 Rows = Sequence[Mapping[str, Any]]
 #: Every add-against-concat family a claim produces, A the concatenating arm and B the adding one, in the order
@@ -29,6 +42,25 @@ OVERVIEW = (
     ("C14", "combiner", "digits"),
     ("C19", "concat vs add", "2-D rows and columns"),
 )
+
+
+#: C6's language-model tasks: their rows are the answer where it lives (``pelab.report.answer``: its sentences and its
+#: picture open the first screen), so the sentences and the overview beside it read C6's other rows alone.
+LM_TASKS = ("charlm", "mlm")
+
+
+def is_lm_row(r: Mapping[str, Any]) -> bool:
+    return str((r.get("where") or {}).get("task.name")) in LM_TASKS
+
+
+def without_lm(claim: Any) -> Any:
+    """C6 with its language-model rows left out (``LM_TASKS``); None when no other row is left."""
+    if claim is None:
+        return None
+    rows = [r for r in claim.rows if not is_lm_row(r)]
+    if not rows and claim.rows:
+        return None
+    return replace(claim, rows=rows) if is_dataclass(claim) else SimpleNamespace(**{**vars(claim), "rows": rows})
 
 
 def tested(rows: Rows) -> list[Mapping[str, Any]]:
@@ -58,6 +90,8 @@ def overview_rows(claims: Sequence[Any]) -> list[tuple[str, str, Mapping[str, An
     out = []
     for cid, name, group in OVERVIEW:
         for r in family_rows(by_id.get(cid), name):
+            if is_lm_row(r):  # drawn in the answer's own picture, against width (``pelab.report.answer``)
+                continue
             if pair(r) in seen or flipped(r) in seen:
                 continue
             seen.add(pair(r))
@@ -192,17 +226,6 @@ def _counts(lead: str, counts: Sequence[tuple[int, str]]) -> str:
     return lead + ("; " + ", ".join(said) if said else "")
 
 
-def _nats(tied: Rows) -> str:
-    """Where equal arms were read on held-out loss near its floor, the margin there is 0.01 nats, not ±2%
-    (``rules.margin_for``): the detail says so ("3 of them on held-out loss within 0.01 nats, …"), since "equal" then
-    means both arms' answers were about as sure; "" where none was."""
-    near = [r for r in tied if r.get("metric") == "loss" and any("nats of B's" in n for n in r.get("notes", []))]
-    if not near:
-        return ""
-    which = "" if len(near) == len(tied) else f"{len(near)} of them "
-    return f"{which}on held-out loss within 0.01 nats, the loss margin near its floor"
-
-
 Answer = tuple[str, list[str], str]  # (sentence, details under it, the claim's verdict)
 
 
@@ -233,7 +256,8 @@ def directional(
     # refuted because B was ahead at 95% but not after Holm is no tie (and no win for B): it stays with the rest
     tied = [r for r in rows if r["verdict"] == NOT_SUPPORTED and r not in lost
             and not (r.get("resolution") and r["resolution"]["hi"] < 0)]  # fmt: skip
-    rest = [r for r in rows if r not in won and r not in lost and r not in tied]
+    early = [r for r in rows if r["verdict"] == UNCONFIRMED]  # no win, counted apart (``rules.decide``)
+    rest = [r for r in rows if r not in won and r not in lost and r not in tied and r not in early]
     n_out, out = _out(family_rows(claim, forward))
     if not won and not lost and not back_won:
         lead = f"{what}, neither side won beyond its interval on any of {len(rows)} comparisons"
@@ -244,14 +268,30 @@ def directional(
         elif lost:
             lead += f" and {b_won} on {len(lost)}"
     sentence = _counts(lead, [(len(tied), "equal within the margin"), (len(rest), "undecided"),
-                              (n_out, "more with an arm below the floor")])  # fmt: skip
+                              (n_out, "more with an arm below the floor")]) + _early(early)  # fmt: skip
     details = []
     for who, facts in ((a_won, win_facts(rows, floor)), (b_won, win_facts(back, floor) if backward else [])):
         if facts:
             details.append(f"Where {who}: " + "; ".join(facts))
-    if _nats(tied):
-        details.append("Equal within the margin: " + _nats(tied))
-    return sentence, details + _undecided(rest, floor, margin) + out, claim.verdict
+    return sentence, details + _undecided(rest, floor, margin) + _unconfirmed(early) + out, claim.verdict
+
+
+def _early(rows: Rows) -> str:
+    """ "; decided early, not confirmed: 2": counted apart from wins and undecided rows (``rules.UNCONFIRMED``)."""
+    return f"; {UNCONFIRMED}: {len(rows)}" if rows else ""
+
+
+def _unconfirmed(rows: Rows) -> list[str]:
+    """ "Decided early, not confirmed: 1 (decided at the look at 5 seeds, not borne out by the 8 its arms got later)":
+    comparisons the sequential design stopped that the seeds their arms got later do not bear out; never a win."""
+    if not rows:
+        return []
+    looks = [r.get("looks") or {} for r in rows]
+    stops = sorted({int(lk["counts"][-1]) for lk in looks if lk.get("counts")})
+    alls = sorted({int(lk["overrun"]) for lk in looks if lk.get("overrun")})
+    how = (f" (decided at the look at {' or '.join(map(str, stops))} seeds, not borne out by all "
+           f"{' or '.join(map(str, alls))} its arms got later)" if stops and alls else "")  # fmt: skip
+    return [f"{UNCONFIRMED[:1].upper()}{UNCONFIRMED[1:]}: {len(rows)}{how}"]
 
 
 def equivalence(claim: Any, name: str, what: str, floor: float | None = None, margin: float = 0.01) -> Answer | None:
@@ -263,16 +303,18 @@ def equivalence(claim: Any, name: str, what: str, floor: float | None = None, ma
         return _no_verdict(claim, what, family_rows(claim, name)), [], claim.verdict
     same = sum(r["verdict"] == SUPPORTED for r in rows)
     apart = [r for r in rows if r["verdict"] == NOT_SUPPORTED]
-    rest = [r for r in rows if r["verdict"] not in (SUPPORTED, NOT_SUPPORTED)]
+    early = [r for r in rows if r["verdict"] == UNCONFIRMED]
+    rest = [r for r in rows if r["verdict"] not in (SUPPORTED, NOT_SUPPORTED, UNCONFIRMED)]
     n_out, out = _out(family_rows(claim, name))
     if same or apart:
         lead = f"{what} were within the margin on {same} of {len(rows)} comparisons and apart beyond it on {len(apart)}"
-        sentence = _counts(lead, [(len(rest), "undecided"), (n_out, "more with an arm below the floor")])
+        counts = [(len(rest), "undecided"), (n_out, "more with an arm below the floor")]
+        sentence = _counts(lead, counts) + _early(early)
     else:
         lead = f"{what} were neither shown within the margin nor apart beyond it on any of {len(rows)} comparisons"
-        sentence = _counts(lead, [(n_out, "more with an arm below the floor")])
+        sentence = _counts(lead, [(n_out, "more with an arm below the floor")]) + _early(early)
     details = [f"Apart: {_ahead(apart)}"] if apart else []
-    return sentence, details + _undecided(rest, floor, margin) + out, claim.verdict
+    return sentence, details + _undecided(rest, floor, margin) + _unconfirmed(early) + out, claim.verdict
 
 
 def _ahead(apart: Rows) -> str:
@@ -316,17 +358,14 @@ def versus(r: Mapping[str, Any], b: str | None = None) -> str:
     lo, hi = r["resolution"]["lo"], r["resolution"]["hi"]
     if arm_name(r["b"]).startswith("none") and not arm_name(r["a"]).startswith("none"):
         other = arm_name(r["a"])
-        if metric(r["metric"]).relative:  # B's base to A's: the gap as a share of the other arm's value, as above
-            lo, hi = -hi / (1 - hi), -lo / (1 - lo)
-        else:
-            lo, hi = -hi, -lo
+        lo, hi = -hi, -lo  # read from the other side (a log-ratio turns round exactly)
     else:
         other = arm_name(r["b"])
     b = b or other.split(" + ")[0]  # the scheme: "sinusoidal + add" reads "sinusoidal"
-    if metric(r["metric"]).relative and max(abs(lo), abs(hi)) <= RELATIVE_MARGIN:  # a gap inside the margin
+    if metric(r["metric"]).relative and max(abs(lo), abs(hi)) <= LOG_MARGIN:  # a gap inside the margin
         how = "ahead by" if lo > 0 else "behind by" if hi < 0 else "within"
-        span = f"{how} {100 * min(abs(lo), abs(hi)):.1f}% to {100 * max(abs(lo), abs(hi)):.1f}%" if how != "within" \
-            else f"within ±{100 * max(abs(lo), abs(hi)):.1f}%"  # fmt: skip
+        near, far = (100 * math.expm1(x) for x in (min(abs(lo), abs(hi)), max(abs(lo), abs(hi))))
+        span = f"{how} {near:.1f}% to {far:.1f}%" if how != "within" else f"within ±{far:.1f}%"
         return f"within the ±{RELATIVE_MARGIN:.0%} margin of {b} ({span})"
     if lo > 0:
         return f"ahead of {b} by {span_text(r, lo, hi)}"
@@ -369,10 +408,11 @@ def answer_sentences(claims: Sequence[Any], floor: float | None = None, margin: 
     the study's ``floor`` (and accuracy ``margin``), a win over an arm that had not learned says so, and so does an
     undecided comparison whose arm failed on some seeds."""
     by_id = {c.id: c for c in claims}
+    c6 = without_lm(by_id.get("C6"))  # its language-model rows open the first screen (``pelab.report.answer``)
     made = [
-        directional(by_id.get("C6"), "concat_split vs add", "add vs concat_split", "At the same width",
+        directional(c6, "concat_split vs add", "add vs concat_split", "At the same width",
                     "concatenating beat adding", "adding beat concatenating", floor, margin),
-        directional(by_id.get("C6"), "concat_wide vs add at its width", "add at its width vs concat_wide",
+        directional(c6, "concat_wide vs add at its width", "add at its width vs concat_wide",
                     "Widened to concatenate (concat_wide) against add at that same total width",
                     "concatenating won", "adding won", floor, margin),
         directional(by_id.get("C9"), "concat beats add", None, "On frozen pretrained word vectors (MiniLM)",

@@ -2,9 +2,11 @@
 
 A comparison's row (``claims.json`` rows: ``a``, ``b``, ``where``, ``metric``, ``diff``, ``lo``, ``hi``, ``level``,
 ``verdict``, ``a_acc``, ``b_acc``) becomes a ``ForestPoint``: oriented so that right means A better, in the metric's
-display units (percentage points for accuracy-like metrics, percent of B for relative ones), with the margin the
-row was read against shaded around 0. ``points_from_rows`` is a pure function, so what is drawn can be checked
-against the rows; ``forest_plot`` draws exactly the points it is given and returns them.
+display units (percentage points for accuracy-like metrics; for relative ones, held-out loss and bits per byte, 100
+times the per-seed log-ratio the rules read, on an axis labelled in the percent it stands for, so a ratio and its
+inverse sit at the same distance from 0), with the margin the row was read against shaded around 0.
+``points_from_rows`` is a pure function, so what is drawn can be checked against the rows; ``forest_plot`` draws
+exactly the points it is given and returns them.
 """
 
 from __future__ import annotations
@@ -21,15 +23,26 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from pelab.plots import save  # noqa: E402
-from pelab.rules import INCONCLUSIVE, NO_INFO, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED, TOO_SMALL, metric  # noqa: E402  # noqa: E402
+from pelab.rules import (  # noqa: E402
+    INCONCLUSIVE,
+    NO_INFO,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    TOO_SMALL,
+    UNCONFIRMED,
+    margin_for,
+    metric,
+)
 
 #: A verdict's colour in a forest plot: the hues of the report's badges (report.html.j2), strong enough for a dot.
 COLOUR = {
     SUPPORTED: "#16a34a",
     NOT_SUPPORTED: "#dc2626",
     INCONCLUSIVE: "#b45309",
+    UNCONFIRMED: "#0e7490",
     NO_INFO: "#64748b",
     TOO_SMALL: "#7c3aed",
 }
@@ -58,14 +71,16 @@ class ForestPoint:
     margin: float
     verdict: str
     below_floor: bool
+    #: a relative metric's point: 100 × the oriented log-ratio, its axis labelled in percent (``percent_label``)
+    relative: bool = False
 
 
 def scale_of(key: str) -> tuple[float, str]:
     """(factor, unit) turning a metric's raw difference into its display units: accuracy ×100 'pp', a relative
-    metric ×100 '% of B', anything else as it is."""
+    metric's log-ratio ×100 (labelled in percent by ``percent_label``), anything else as it is."""
     m = metric(key)
     if m.relative:
-        return 100.0, f"% of B's {m.label}"
+        return 100.0, f"% in {m.label}, log-ratio scale"
     if m.bounds == (0.0, 1.0) and m.key != "overlap":
         return 100.0, f"pp {m.label}"
     return 1.0, m.label
@@ -76,9 +91,17 @@ def group_of(where: Mapping[str, Any], keys: Sequence[tuple[str, str]] = GROUP_K
     return " · ".join(f"{short}{where[k]}" for k, short in keys if where.get(k) is not None)
 
 
+def percent_label(v: float, _pos: object = None) -> str:
+    """A tick of a relative panel (100 × an oriented log-ratio) in the percent it stands for, the same both ways:
+    +50% right of 0 (B's loss 1.5 times A's: A better), −50% left of it (A's 1.5 times B's)."""
+    size = 100 * math.expm1(abs(v) / 100)
+    number = f"{size:.2g}" if size < 10 else f"{size:.0f}"
+    return "0" if v == 0 else f"{'+' if v > 0 else '−'}{number}%"
+
+
 def oriented(key: str, lo: float, hi: float, mid: float) -> tuple[float, float, float]:
     """(mid, lo, hi) with positive meaning A better, in display units, the interval clipped to the metric's range
-    (SCIENCE.md: a relative loss cannot fall below −100%)."""
+    (accuracy within ±100 pp; a log-ratio needs no clip)."""
     m = metric(key)
     factor, _ = scale_of(key)
     lo, hi = m.clip_diff(lo), m.clip_diff(hi)
@@ -87,17 +110,11 @@ def oriented(key: str, lo: float, hi: float, mid: float) -> tuple[float, float, 
     return factor * mid, factor * lo, factor * hi
 
 
-def row_margin(row: Mapping[str, Any], margin: float, base: float = math.nan) -> float:
-    """The margin a row was read against, in display units: the study's margin for accuracy-like metrics; for a
-    relative one ``RELATIVE_MARGIN`` of B's mean ``base``, never less than the metric's floor in its own units
-    (``rules.margin_for``)."""
-    m = metric(row["metric"])
+def row_margin(row: Mapping[str, Any], margin: float) -> float:
+    """The margin a row was read against, in display units (``rules.margin_for``): the study's margin for
+    accuracy-like metrics; for a relative one ±2% as a log-ratio, the same whatever B's value."""
     factor, _ = scale_of(row["metric"])
-    if not m.relative:
-        return factor * margin
-    if m.margin_floor > 0 and base > 0:
-        return factor * max(RELATIVE_MARGIN, m.margin_floor / base)
-    return factor * RELATIVE_MARGIN
+    return factor * margin_for(metric(row["metric"]), margin)
 
 
 def below_floor(row: Mapping[str, Any], floor: float, sides: str = "ab") -> bool:
@@ -116,13 +133,12 @@ def points_from_rows(
     rows: Sequence[Mapping[str, Any]],
     floor: float,
     margin: float,
-    base: Callable[[Mapping[str, Any]], float] | None = None,
     label: Callable[[Mapping[str, Any]], str] | None = None,
     empty: bool = False,
 ) -> list[ForestPoint]:
     """Every row with an interval as a point; with ``empty``, a row without one (no metric informed, or neither arm
-    learned) too, in the panel ``NO_INTERVAL``, drawn as a grey cross at 0 (``undrawn`` counts them). ``base``
-    gives B's mean on the row's metric (the relative margin's base); ``label`` names the row (default "A vs B")."""
+    learned) too, in the panel ``NO_INTERVAL``, drawn as a grey cross at 0 (``undrawn`` counts them); ``label`` names
+    the row (default "A vs B")."""
     out = []
     for r in rows:
         if not all(k in r for k in ("a", "b", "verdict")):  # not a paired comparison (C17's ranking records)
@@ -144,9 +160,10 @@ def points_from_rows(
                 mid=mid,
                 lo=lo,
                 hi=hi,
-                margin=row_margin(r, margin, base(r) if base else math.nan),
+                margin=row_margin(r, margin),
                 verdict=str(r["verdict"]),
                 below_floor=below_floor(r, floor),
+                relative=metric(r["metric"]).relative,
             )
         )
     return out
@@ -212,6 +229,10 @@ def forest_plot(path: Path, points: Sequence[ForestPoint], title: str, a_better:
         if unit == NO_INTERVAL:
             ax.set_xticks([])
             ax.set_xlabel(unit, fontsize=8)
+        elif any(p.relative for p in pts):  # ticks in the percent a log-ratio stands for, the same size either way
+            ax.xaxis.set_major_formatter(FuncFormatter(percent_label))
+            ax.set_xlabel(f"A against B, {unit}: how much higher the worse arm's value is  (right: {a_better})",
+                          fontsize=8)  # fmt: skip
         else:
             ax.set_xlabel(f"A − B, {unit}  (right: {a_better})", fontsize=8)
         ax.grid(axis="x", alpha=0.3)

@@ -7,7 +7,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pelab.rules import ERROR, EXACT, INCONCLUSIVE, NO_INFO, NOT_RUN, NOT_SUPPORTED, REPORTED, SUPPORTED, TOO_SMALL
+from pelab.rules import (
+    ERROR,
+    EXACT,
+    INCONCLUSIVE,
+    NO_INFO,
+    NOT_RUN,
+    NOT_SUPPORTED,
+    REPORTED,
+    SUPPORTED,
+    TOO_SMALL,
+    UNCONFIRMED,
+)
 
 
 class Look(NamedTuple):
@@ -22,6 +33,8 @@ LOOKS: dict[str, Look] = {
     SUPPORTED: Look("v-supported", "✓", "green"),
     NOT_SUPPORTED: Look("v-not-supported", "✗", "bold red"),
     INCONCLUSIVE: Look("v-inconclusive", "?", "yellow"),
+    # a stop the later seeds did not bear out: open like "?", but it was decided once, so its own mark (and no win)
+    UNCONFIRMED: Look("v-early-unconfirmed", "‽", "cyan"),
     NO_INFO: Look("v-no-info", "∅", "dim"),
     TOO_SMALL: Look("v-too-small", "↓", "magenta"),
     NOT_RUN: Look("v-not-run", "○", "dim italic"),

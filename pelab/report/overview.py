@@ -50,26 +50,12 @@ def extras(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 MIRROR = "; a pair of arms compared both ways is drawn once, as the claim first reads it (the tables have both)"
 
 
-def base_of(ctx: ReportContext) -> Any:
-    """B's mean on a row's metric, over B's runs (a relative margin's base: ``rules.margin_for``)."""
-    frame = ctx.frame
-
-    def base(row: Mapping[str, Any]) -> float:
-        col = f"m.{row['metric']}"
-        if col not in frame:
-            return math.nan
-        values = frame[frame.run_id.isin(row.get("b_runs", [])) & (frame.status == "done")][col]
-        return float(values.mean()) if len(values) else math.nan
-
-    return base
-
-
 def overview_points(ctx: ReportContext, claims: Sequence[ClaimResult]) -> list[ForestPoint]:
     """The overview's points (A the concatenating arm); a row without an interval is a cross in its own panel."""
     points: list[ForestPoint] = []
     listed = overview_rows(claims)
     for (cid, group, row), extra in zip(listed, extras([r for *_, r in listed]), strict=True):
-        drawn = points_from_rows(cid, [row], ctx.floor, ctx.margin, base_of(ctx), empty=True)
+        drawn = points_from_rows(cid, [row], ctx.floor, ctx.margin, empty=True)
         where = row.get("where") or {}
         task = group_of(where, TASK)
         wide = cid != "C6" or "wide" in str(row.get("family"))
@@ -101,7 +87,7 @@ def claim_points(ctx: ReportContext, c: ClaimResult) -> list[ForestPoint]:
             seen.add(pair(row))
         rows.append(row)
     for row, extra in zip(rows, extras(rows), strict=True):
-        for p in points_from_rows(c.id, [row], ctx.floor, ctx.margin, base_of(ctx), empty=True):
+        for p in points_from_rows(c.id, [row], ctx.floor, ctx.margin, empty=True):
             task = group_of(row.get("where") or {}, TASK)
             family = str(row.get("family") or "")
             group = " · ".join(x for x in (family, task) if x)

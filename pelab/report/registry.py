@@ -17,6 +17,7 @@ from typing import Any
 
 from pelab.report.context import ReportContext
 from pelab.rules import INCONCLUSIVE
+from pelab.rules.metrics import LOSS_MARGIN_TEXT, SOLVED_TEXT
 from pelab.rules.resolution import claim_resolution
 
 #: The deciding metrics of a claim drawn from trained arms, in order: accuracy at the training size; held-out
@@ -79,6 +80,8 @@ class ClaimResult:
     #: the family (``rows``' "family") whose rows the verdict reads, where others are shown beside it for reference
     #: (C7's learning speed and rotary rows): counts of comparisons that bear the verdict out read it alone
     deciding: str = ""
+    #: whether its comparisons are confirmatory or exploratory (``claim_reading``); "" for a claim without any
+    reading: str = ""
 
     @property
     def open(self) -> bool:
@@ -108,7 +111,10 @@ class Claim:
         return int(self.id[1:])
 
     def rule_for(self, floor: float, margin: float) -> str:
-        return self.rule.format(floor=f"{floor:.0%}", margin=f"±{100 * margin:g} pp")
+        """The rule in words with the study's floor and margin, the relative margin and the solved rule filled in."""
+        return self.rule.format(
+            floor=f"{floor:.0%}", margin=f"±{100 * margin:g} pp", loss_margin=LOSS_MARGIN_TEXT, solved=SOLVED_TEXT
+        )
 
     def run(self, ctx: ReportContext) -> ClaimResult:
         r = ClaimResult(
@@ -122,7 +128,23 @@ class Claim:
         r = self.evaluate(ctx, r)
         if r.resolution is None:
             r.resolution = claim_resolution(r.rows, INCONCLUSIVE)
+        r.reading = r.reading or claim_reading(r.rows)
         return r
+
+
+def claim_reading(rows: list[dict[str, Any]]) -> str:
+    """Whether a claim's comparisons (claims.json rows read on a metric) are confirmatory (SCIENCE.md, "Frozen
+    protocols, fresh seeds"): "confirmatory" when all are, "exploratory" when none is, else how many are; "" for a
+    claim with none read on a metric (an exact check, a table)."""
+    read = [r for r in rows if r.get("metric") and r.get("reading")]
+    if not read:
+        return ""
+    k = sum(r["reading"] == "confirmatory" for r in read)
+    if k == len(read):
+        return "confirmatory"
+    if k == 0:
+        return "exploratory"
+    return f"mixed: {k} of {len(read)} comparisons confirmatory, the rest exploratory"
 
 
 REGISTRY: dict[str, Claim] = {}

@@ -15,6 +15,8 @@ from pathlib import Path
 import jinja2
 import markupsafe
 
+from pelab.errors import visible
+from pelab.files import read_regular
 from pelab.report.compact import compact
 from pelab.report.looks import VERDICT_CLASS, VERDICT_GLYPH
 from pelab.rules import VERDICTS
@@ -37,10 +39,10 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def _embed(path: Path) -> str:
     """A figure as a data URI; only a regular PNG file, never a link (a planted link must not smuggle another
     file's contents into the report) nor anything else. What is refused shows as a missing image."""
-    path = Path(path)
-    if path.is_symlink() or not path.is_file():
+    try:
+        data = read_regular(path)  # never through a link, never blocking on a FIFO
+    except (OSError, ValueError):
         return ""
-    data = path.read_bytes()
     if not data.startswith(PNG_MAGIC):
         return ""
     return "data:image/png;base64," + base64.b64encode(data).decode()
@@ -49,7 +51,7 @@ def _embed(path: Path) -> str:
 def _md_escape(text: str) -> str:
     """User text as inert Markdown: no HTML, no table breaks, and no line break that could end a heading or a
     table row and start a block of its own."""
-    flat = " ".join(str(text).splitlines())
+    flat = visible(" ".join(str(text).splitlines()))  # and no escape code for a terminal that shows report.md
     return html.escape(flat, quote=False).replace("|", "\\|")
 
 

@@ -7,6 +7,7 @@ claims' verdicts and key figures, and ``docs/claims.md`` is a function of the re
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,7 @@ from pelab.rules import (
     REPORTED,
     SUPPORTED,
     TOO_SMALL,
+    UNCONFIRMED,
     metric,
 )
 
@@ -40,6 +42,7 @@ PHRASE = {
     SUPPORTED: "supported by this run",
     NOT_SUPPORTED: "not supported by this run",
     INCONCLUSIVE: "not settled at this budget",
+    UNCONFIRMED: "decided at an early look and not confirmed by the seeds its arms got later",
     NO_INFO: "these tasks cannot tell (every comparison whose arms learned sat at a ceiling on every deciding metric)",
     TOO_SMALL: "no verdict: the arms did not learn at this budget",
     NOT_RUN: f"not run in this study; the full preset runs it (`{FULL_COMMAND}`)",
@@ -67,24 +70,15 @@ def who_won(won: list[dict[str, Any]]) -> str:
 
 
 def early(won: list[dict[str, Any]]) -> str:
-    """ "1 of them decided at an early look and not borne out on all their arms' seeds", or "": a win the sequential
-    design stopped at (``rules.EARLY``), whose arms got more seeds for other comparisons that read it otherwise. The
-    verdict stands; the reader is told, and where it is the only win, what all the seeds read ("there: A's held-out
-    loss +84.3% [-100.0%, +436.1%] relative to B's, inconclusive at this budget"): a mean that changed sign must
-    not hide behind "not borne out"."""
-    notes = [next((str(x) for x in r.get("notes", []) if str(x).startswith(EARLY)
-                   and not str(x).endswith(f", {SUPPORTED}")), None) for r in won]  # fmt: skip
-    n = sum(x is not None for x in notes)
+    """ "1 of them decided at an early look and confirmed on all its arms' seeds", or "": a win the sequential design
+    stopped at (``rules.EARLY``) whose arms got more seeds later, for other comparisons, that bear it out
+    (``rules.decide``); one they do not bear out is no win ("decided early, not confirmed"), counted apart."""
+    n = sum(any(str(x).startswith(EARLY) for x in r.get("notes", [])) for r in won)
     if not n:
         return ""
     if len(won) == 1:
-        note = notes[0] or ""
-        look = note.removeprefix(EARLY).split(";")[0].strip()  # "5 seeds"
-        seeds, _, reading = note.partition("; read on all ")[2].partition(": ")
-        if look and seeds and reading:
-            return f"decided at the look at {look} and not borne out on all {seeds} (there: {reading})"
-        return "decided at an early look and not borne out on all its arms' seeds"
-    return f"{n} of them decided at an early look and not borne out on all their arms' seeds"
+        return "decided at an early look and confirmed on all the seeds its arms got later"
+    return f"{n} of them decided at an early look and confirmed on all the seeds their arms got later"
 
 
 def where_won(won: list[dict[str, Any]]) -> str:
@@ -100,11 +94,13 @@ def where_won(won: list[dict[str, Any]]) -> str:
 
 
 def size_text(row: Mapping[str, Any], x: float) -> str:
-    """An unsigned effect in the row's deciding metric: "3.1 pp accuracy", "12% in held-out loss"."""
+    """An unsigned effect in the row's deciding metric: "3.1 pp accuracy", "12.0% in held-out loss" (a relative
+    metric's log-ratio x as 100·(exp(x) − 1)%: the worse arm's value that much above the better's)."""
     key = row["metric"]
+    m = metric(key)
+    if m.relative:
+        return f"{100 * math.expm1(x):.1f}% in {m.label}"
     factor, unit = scale_of(key)
-    if unit.startswith("%"):
-        return f"{factor * x:.1f}% in {unit.split(' ', 3)[-1]}"
     if unit.startswith("pp"):
         return f"{factor * x:.1f} {unit}"
     return f"{x:.3g} {unit}"
@@ -263,6 +259,7 @@ def seeds_used(ctx: ReportContext) -> tuple[list[int], str, str]:
 def claims_markdown() -> str:
     """docs/claims.md: every claim, who made it, its deciding metrics and its rule, from the registry."""
     from pelab.rules import FLOOR_POLICY, LOSS_FLOOR, RELATIVE_MARGIN
+    from pelab.rules.metrics import LOSS_MARGIN_TEXT, SOLVED_TEXT
 
     lines = [
         "# The claims and their rules",
@@ -282,13 +279,17 @@ def claims_markdown() -> str:
         "- **Deciding metric.** Each claim names an ordered list of metrics (below). A comparison whose arms all",
         "  sit at the ceiling or floor of a metric, or whose paired differences have zero spread, carries *no",
         "  information* on it and falls back to the next metric (accuracy → held-out loss → area under the",
-        f"  learning curve). Held-out loss sits at its floor below {LOSS_FLOOR} nats (the right answer already",
-        "  gets p > 0.99): there two arms differ only in how sharp their right answers are, which the budget",
-        "  decides more than the encoding, so the comparison falls back to how fast each arm learned. Where no",
-        "  metric informs, the comparison is *no information*, never evidence for or against.",
+        "  learning curve). Where no metric informs, the comparison is *no information*, never evidence for or",
+        "  against.",
+        f"- **Solved is not informative.** {SOLVED_TEXT[0].upper()}{SOLVED_TEXT[1:]}: two arms that give the same",
+        "  answers differ only in how sharp those answers are and how fast they got there, which the budget and the",
+        f"  learning rate decide more than the encoding. Held-out loss under {LOSS_FLOOR} nats means the right answer",
+        "  already gets p > 0.99. The row is shown as no information, with both arms' accuracy, like a ceiling.",
         "- **Margins.** Equivalence and 'no effect' use ±`[report] margin` (default 1 percentage point) on",
-        f"  accuracy and ±{RELATIVE_MARGIN:.0%} relative on held-out loss, but never less than {LOSS_FLOOR} nats",
-        "  (near the floor 2% is a few ten-thousandths of a nat: too little to tell two solved arms apart).",
+        f"  accuracy and {LOSS_MARGIN_TEXT} (A's value within a factor {1 + RELATIVE_MARGIN:g} of B's either",
+        "  way), the same whatever B's value: no margin is widened near a floor. A relative difference is the",
+        "  t-interval of the per-seed log-ratios log(A / B), shown as 100·(exp(x) − 1)%, so no interval can cross",
+        "  −100% and A against B is the mirror image of B against A.",
         "- **Directions and margins.** 'A beats B' is supported when the interval excludes 0 the claimed way and",
         "  does not lie wholly inside the margin (a sure but negligible gap is no win); not supported when it",
         "  excludes 0 the other way, or lies inside the margin with at least 5 seeds. An equivalence is decided",
@@ -301,14 +302,35 @@ def claims_markdown() -> str:
         "  its level): for an equivalence the smallest margin that would decide it ('within ±2.3 pp at 95%'), for a",
         "  'not worse' how far A may still trail B, for a direction the largest effect the interval still allows",
         "  either way. An inconclusive claim states the widest over its undecided comparisons. It never changes a",
-        "  verdict (`pelab/report/resolution.py`).",
+        "  verdict (`pelab/rules/resolution.py`).",
         "- **Sequential seeds.** Where a study adds seeds to undecided comparisons in rounds up to a cap, each",
-        "  comparison is read at its last look's nominal level (Lan–DeMets alpha spending, O'Brien–Fleming-type,",
-        "  over the looks taken; boundaries on the paired t-statistics), so the interim looks keep every verdict's",
-        "  error rate at its nominal level; the row says so with its looks (`pelab/study/sequential.py`).",
-        "- **Verdicts.** *supported*, *not supported*, *inconclusive at this budget*, *no information*,",
-        "  *budget too small*; *not run in this study* where the study has none of the runs a claim compares (a",
-        "  study without its task or arms: no budget was tried); *exact* for closed-form checks; *reported* where",
+        "  comparison is read at its last look's nominal level (Lan–DeMets alpha spending by the spending function the",
+        "  study names in `[sequential] spending`, O'Brien–Fleming-type or Pocock-type, over the looks taken;",
+        "  boundaries on the paired t-statistics), so the interim looks keep every verdict's error rate at its",
+        "  nominal level; the row says so with its looks and the report's method line names the function",
+        "  (`pelab/study/sequential.py`).",
+        "- **Every seed counts.** A comparison decided at an interim look whose arms later got more seeds (bought by",
+        "  another open comparison) is read on all of them at the nominal level of the look it stopped at; the",
+        "  decision stands only where that reading decides it the same way, and is otherwise *decided early, not",
+        "  confirmed*: never a win, counted apart, combined like an inconclusive row (a conservative variant of the",
+        "  deletion method for overrunning data, Whitehead 1992; `pelab/rules/families.py`, simulated in",
+        "  `tests/test_sequential.py`).",
+        "- **Confirmatory and exploratory.** A `[[grid]]` with `confirmatory = true` lists its own seeds, none of",
+        "  which any other grid or the study's own seeds and rounds use (nor, checked by the tests, a recorded pilot",
+        "  in `bench/pilots/`); its comparisons are read once at 95%. When a study folder's runs are first trained,",
+        "  pelab writes `protocol.json` there: the sha256",
+        "  of the rules' source, the git commit, pelab's version and the study file's sha256. A comparison is",
+        "  *confirmatory* when every run of both arms comes from a confirmatory grid declared in that protocol and",
+        "  was trained after it was fixed; every other is *exploratory*, and says so. The report prints the protocol",
+        "  and says when the rules or the study file changed since (`pelab/study/protocol.py`).",
+        "- **Published results** were measured in other settings (another task, model kind or scale): this run is",
+        "  *consistent at this budget* with one, or *differs at this budget (not comparable)*, never 'agrees' or",
+        "  'disagrees'; *inconclusive* with its resolution where an interval does not decide; *not run* where nothing",
+        "  ran.",
+        "- **Verdicts.** *supported*, *not supported*, *inconclusive at this budget*, *decided early, not",
+        "  confirmed* (a comparison's row only), *no information*, *budget too small*; *not run in this study* where",
+        "  the study has none of the runs a claim compares (a study without its task or arms: no budget was",
+        "  tried); *exact* for closed-form checks; *reported* where",
         "  SCIENCE.md asks for numbers only.",
         "",
     ]

@@ -22,6 +22,7 @@ from pelab.rules import (
     Side,
     metric,
 )
+from pelab.study.protocol import reading
 
 
 # --- formatting ---------------------------------------------------------------------
@@ -67,10 +68,11 @@ def speed_cell(s: Side) -> str:
 
 
 def level_cell(row: Row) -> str:
-    """The level the verdict read; with sequential seeds, also the nominal level its last look was read at."""
+    """The level the verdict read; with sequential seeds, also the nominal level its last look was read at (with
+    overrunning data, the look it stopped at: ``rules.decide``)."""
     text = "95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)"
     if row.test is not None and row.test.looks is not None:
-        text += f"; interval at {100 * row.test.read_level(row.level):.2f}%, its last look's nominal level"
+        text += f"; interval at {100 * row.test.read_level(row.level):.2f}%, {_whose(row)}"
     return text
 
 
@@ -79,8 +81,16 @@ def interval_words(row: Row) -> str:
     nominal level": what a key figure's parenthesis says of its interval."""
     text = ("95%" if abs(row.level - 0.95) < 1e-9 else f"{100 * row.level:.2f}% (Holm)") + " interval"
     if row.test is not None and row.test.looks is not None:
-        text += f"; read at {100 * row.test.read_level(row.level):.2f}%, its last look's nominal level"
+        text += f"; read at {100 * row.test.read_level(row.level):.2f}%, {_whose(row)}"
     return text
+
+
+def _whose(row: Row) -> str:
+    """Whose nominal level a sequential row's interval was read at."""
+    assert row.test is not None and row.test.looks is not None
+    if row.test.looks.overrun:
+        return f"the nominal level of the look it stopped at, on all {row.test.looks.overrun} seeds"
+    return "its last look's nominal level"
 
 
 def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict[str, str] | None = None) -> Table:
@@ -115,7 +125,7 @@ def family_table(title: str, fam: Family, where_keys: Sequence[str], words: dict
                 row.describe() if t is not None else "; ".join(row.skipped) or "–",
                 level_cell(row) if t is not None else "–",
                 res.text if (res := row.resolution) is not None else "–",
-                str(min(c.a.seeds(), c.b.seeds())),
+                f"{min(c.a.seeds(), c.b.seeds())}, {reading(c)}",
                 f"{c.a.params:,} / {c.b.params:,}" if c.a.params and c.b.params else "–",
                 f"{c.a.flops:,} / {c.b.flops:,}" if c.a.flops and c.b.flops else "–",
                 f"{speed_cell(c.a)} / {speed_cell(c.b)}",
@@ -151,7 +161,7 @@ FAMILY_COLUMNS = [
     "A − B [interval]",
     "interval level",
     "what the interval establishes (resolution)",
-    "seeds",
+    "seeds (confirmatory or exploratory)",
     "params A / B",
     "FLOPs/token A / B",
     "steps to floor A / B (seeds that reached it)",
@@ -179,11 +189,18 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 "a_seed_acc": sorted([s, v] for s, v in c.a.of("acc").items()),
                 "b_seed_acc": sorted([s, v] for s, v in c.b.of("acc").items()),
                 "metric": t.metric.key if t is not None else None,
+                # what diff, lo and hi are: the paired difference A − B, or a relative metric's per-seed log-ratio,
+                # shown as 100·(exp(x) − 1)%; and the margin it was read against, in the same units
+                "difference": ("log(A / B)" if t.metric.relative else "A − B") if t is not None else None,
+                "margin": row.margin if t is not None else None,
                 "diff": t.mean if t is not None else None,
                 "lo": row.interval[0] if t is not None else None,
                 "hi": row.interval[1] if t is not None else None,
                 "level": row.level,
                 "seeds": min(c.a.seeds(), c.b.seeds()),
+                # SCIENCE.md, "Frozen protocols": confirmatory only where every run of both arms is a confirmatory
+                # grid's, trained after the protocol declared it and read by its rules (``pelab.study.protocol``)
+                "reading": reading(c),
                 "looks": t.looks.record() if t is not None and t.looks is not None else None,
                 "resolution": res.record() if (res := row.resolution) is not None else None,
                 "skipped": row.skipped,

@@ -9,20 +9,22 @@ The pieces, bottom up, one module each:
 
 * ``verdicts``: the words a verdict can be.
 * ``metrics``: ``Metric``, what a run is scored on (accuracy, held-out loss, learning speed), which way is
-  better, its range, and whether its margin is absolute (±1 pp of accuracy) or relative
-  (±2% of loss, and at least 0.01 nats near the loss floor).
+  better, its range, and whether its margin is absolute (±1 pp of accuracy) or relative (±2% of loss or bits per
+  byte, read on per-seed log-ratios log(A / B): |log(A / B)| ≤ log(1.02); never widened near a floor).
 * ``compare``: ``Side`` / ``Comparison``, two arms that share everything but the compared axis,
   with per-seed values of every metric, so differences are paired by seed; and ``Test``, one
   comparison on one metric: the paired differences, their mean, the t-interval at any confidence,
   the p-value; or why the metric carries **no information** here (both arms at a ceiling or floor
   of the metric, or paired differences with zero spread), in which case the comparison falls back
-  to the claim's next metric.
+  to the claim's next metric; or why none of the task's metrics does (``solved``: both arms solved the task,
+  SCIENCE.md's "Solved is not informative").
 * ``resolution``: what an interval establishes, whatever the verdict.
 * ``rows``: ``Row`` / ``Family``, one comparison's outcome and a claim's comparisons together; Holm's
   step-down; the rules of SCIENCE.md on one interval.
 * ``families``: every comparison behind one claim, each decided on the first informative metric of
   the claim's chain, with Holm–Bonferroni across them wherever the claim says "on some comparison";
-  the family's verdict.
+  under sequential seeds, every seed read, a decision at an interim look standing only where all the seeds
+  its arms got later confirm it (``decide``); the family's verdict.
 
 Orientation: a rule always asks about "A is better than B" (or "A ≈ B"). For a metric
 where lower is better (loss), the difference is turned round before the rule reads it,
@@ -33,10 +35,12 @@ The names below are the engine's public face: ``from pelab.rules import Comparis
 
 from __future__ import annotations
 
-from pelab.rules.compare import SHORT, Comparison, Side, Test, from_diffs, paired_test, setting_text
+from pelab.rules.compare import SHORT, Comparison, Side, Test, from_diffs, paired_test, setting_text, solved
 from pelab.rules.families import (
+    CONFIRMED,
     EARLY,
     FLOOR_POLICY,
+    NOT_CONFIRMED,
     Evidence,
     chain_for,
     choose_test,
@@ -57,6 +61,7 @@ from pelab.rules.metrics import (
     BASELINE,
     BPB,
     LM_LEARNED_SHARE,
+    LOG_MARGIN,
     LOSS,
     LOSS_FLOOR,
     METRICS,
@@ -65,6 +70,7 @@ from pelab.rules.metrics import (
     PROBE,
     RELATIVE_MARGIN,
     SHARE,
+    SOLVED_SILENCES,
     Metric,
     margin_for,
     metric,
@@ -80,6 +86,7 @@ from pelab.rules.verdicts import (
     REPORTED,
     SUPPORTED,
     TOO_SMALL,
+    UNCONFIRMED,
     VERDICTS,
 )
 
@@ -89,6 +96,7 @@ __all__ = [
     "AUC",
     "BASELINE",
     "BPB",
+    "CONFIRMED",
     "Comparison",
     "ERROR",
     "EXACT",
@@ -99,12 +107,14 @@ __all__ = [
     "INCONCLUSIVE",
     "Kind",
     "LM_LEARNED_SHARE",
+    "LOG_MARGIN",
     "LOSS",
     "LOSS_DOUBTS",
     "LOSS_FLOOR",
     "METRICS",
     "MIN_EQUIVALENCE_SEEDS",
     "Metric",
+    "NOT_CONFIRMED",
     "NOT_RUN",
     "NOT_SUPPORTED",
     "NO_INFO",
@@ -115,10 +125,12 @@ __all__ = [
     "Row",
     "SHARE",
     "SHORT",
+    "SOLVED_SILENCES",
     "SUPPORTED",
     "Side",
     "TOO_SMALL",
     "Test",
+    "UNCONFIRMED",
     "VERDICTS",
     "chain_for",
     "choose_test",
@@ -138,5 +150,6 @@ __all__ = [
     "second_opinion",
     "sequential_note",
     "setting_text",
+    "solved",
     "swapped",
 ]

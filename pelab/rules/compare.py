@@ -4,7 +4,7 @@
 metric, so differences are paired by seed. ``Test``: the paired differences on one metric, their mean, the
 t-interval at any confidence, the p-value; or why the metric carries **no information** here (both arms at a ceiling
 or floor of the metric, or paired differences with zero spread), in which case the comparison falls back to the
-claim's next metric.
+claim's next metric; or why none of the task's metrics does (``solved``: both arms solved the task).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as st
 
-from pelab.rules.metrics import ALPHA, BASELINE, LM_LEARNED_SHARE, Metric
+from pelab.rules.metrics import ALPHA, BASELINE, CEILING, LM_LEARNED_SHARE, LOSS_FLOOR, SOLVED_SILENCES, Metric
 from pelab.study.sequential import Looks
 
 
@@ -87,13 +87,34 @@ class Comparison:
         return [*self.a.run_ids, *self.b.run_ids]
 
 
+def solved(c: Comparison) -> str | None:
+    """Why the comparison carries no information on any of the task's metrics (``SOLVED_SILENCES``), in words, or
+    None: both arms *solved* the task (SCIENCE.md, "Solved is not informative"): each arm's mean accuracy within
+    ``CEILING`` of 100%, or each arm's mean held-out loss at most ``LOSS_FLOOR`` nats. Two such arms give the same
+    answers; what still differs between them (how sharp their right answers are, how fast they got there) depends on
+    the budget and the learning rate more than on the encoding, so no metric of the task tells them apart, and the
+    row is no information, like a ceiling (quick's C6 once read 0.016 nats against 0.028 as "−43%" for two arms at
+    100%). Language models are never solved this way: they are decided on bits per byte, which has no ceiling."""
+    if c.a.is_language_model or c.b.is_language_model:
+        return None
+    accs = (c.a.mean("acc"), c.b.mean("acc"))
+    shown = " and ".join(f"{100 * x:.1f}%" for x in accs)
+    if all(not math.isnan(x) and x >= 1 - CEILING for x in accs):
+        return f"both arms solved the task (accuracy {shown})"
+    losses = (c.a.mean("loss"), c.b.mean("loss"))
+    if all(not math.isnan(x) and x <= LOSS_FLOOR for x in losses):
+        nats = " and ".join(f"{x:.4f}" for x in losses)
+        return f"both arms solved the task (held-out loss {nats} nats, at most {LOSS_FLOOR}; accuracy {shown})"
+    return None
+
+
 # --- one comparison on one metric -------------------------------------------------------
 @dataclass(frozen=True)
 class Test:
     """Paired differences A − B on one metric, oriented so that positive means A better."""
 
     metric: Metric
-    diffs: tuple[float, ...]  # raw A − B per seed ((A − B) / B for relative metrics)
+    diffs: tuple[float, ...]  # raw A − B per seed (log(A / B) for relative metrics: ``Metric.diff``)
     info: str | None = None  # why this metric tells nothing here; None when it does
     #: the sequential design it was examined under (``pelab.study.sequential``): every interval and p-value is
     #: then read at its last look's nominal level, so interim looks do not inflate the error rate; None (fixed
@@ -147,14 +168,14 @@ class Test:
 
 
 def paired_test(c: Comparison, m: Metric) -> Test:
-    """The paired test of A against B on ``m``, or a Test whose ``info`` says why the metric is silent."""
+    """The paired test of A against B on ``m``, or a Test whose ``info`` says why the metric is silent: the arms
+    solved the task (``solved``, for the task's own metrics), fewer than 2 paired seeds, both arms at a bound of the
+    metric, or zero spread."""
     a, b = c.a.of(m.key), c.b.of(m.key)
     seeds = sorted(a.keys() & b.keys())
-    if m.relative:
-        diffs = tuple((a[s] - b[s]) / b[s] if b[s] != 0 else math.nan for s in seeds)
-        diffs = tuple(d for d in diffs if not math.isnan(d))
-    else:
-        diffs = tuple(a[s] - b[s] for s in seeds)
+    diffs = tuple(d for d in (m.diff(a[s], b[s]) for s in seeds) if not math.isnan(d))
+    if m.key in SOLVED_SILENCES and (why := solved(c)) is not None:
+        return Test(m, diffs, info=why, looks=c.looks)
     if len(diffs) < 2:
         return Test(m, diffs, info=f"fewer than 2 paired seeds ({len(diffs)})", looks=c.looks)
     bound = m.arms_at_bound([a[s] for s in seeds], [b[s] for s in seeds])

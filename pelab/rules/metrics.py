@@ -1,6 +1,6 @@
 """Deciding metrics: what a run is scored on (accuracy, held-out loss, learning speed), which way is better, its
-range, and whether its margin is absolute (±1 pp of accuracy) or relative (±2% of loss, and at least 0.01 nats near
-the loss floor); and the constants every rule shares.
+range, and whether its margin is absolute (±1 pp of accuracy) or relative (±2% of loss or bits per byte, read on
+per-seed log-ratios); and the constants every rule shares.
 """
 
 from __future__ import annotations
@@ -16,8 +16,15 @@ from pelab.records import sizes_in
 ALPHA = 0.05
 
 
-#: Default equivalence margin on relative metrics (loss, perplexity): ±2% of the baseline.
+#: Default equivalence margin on relative metrics (loss, bits per byte, perplexity): ±2% (SCIENCE.md). A relative
+#: difference is read as the per-seed log-ratio log(A / B) (``Metric.diff``), so the margin is |log(A / B)| ≤
+#: log(1.02) (``LOG_MARGIN``): A's value within a factor 1.02 of B's either way (−1.96% to +2.0%), the same on
+#: both sides, whichever arm is called A. It is never widened, near a floor or anywhere else.
 RELATIVE_MARGIN = 0.02
+
+
+#: ``RELATIVE_MARGIN`` on the log-ratio scale every relative difference is read on: log(1.02) = 0.0198.
+LOG_MARGIN = math.log1p(RELATIVE_MARGIN)
 
 
 #: SCIENCE.md: at least 5 seeds wherever an equivalence is tested (fewer leave it inconclusive).
@@ -44,16 +51,21 @@ class Metric:
     bounds: tuple[float, float]
     #: how close to a bound counts as sitting on it
     tolerance: float
-    #: margin and differences relative to the baseline arm's value, (A − B) / B
+    #: differences relative to the baseline arm: per seed the log-ratio log(A / B), shown as 100·(exp(x) − 1)%, so a
+    #: loss can never be shown "below −100%" and a ratio and its inverse are the same size; the margin is
+    #: ``LOG_MARGIN``. Otherwise the plain difference A − B.
     relative: bool = False
     #: whether each arm's mean (not every seed) decides that the arms sit at a bound: for a bound that is a
     #: judgement (the loss floor) rather than the end of the range, one seed a hair past it must not turn two
     #: solved arms' difference into evidence
     bound_by_mean: bool = False
-    #: for a relative metric, the smallest margin in the metric's own units: a relative margin shrinks with
-    #: the baseline, and near the loss floor ±2% of 0.012 nats (0.0002) would call "worse" two arms that
-    #: both give the right answer p ≈ 0.99 (see ``margin_for``)
-    margin_floor: float = 0.0
+
+    def diff(self, a: float, b: float) -> float:
+        """One seed's paired difference: log(a / b) for a relative metric (NaN where either is not positive: a ratio
+        needs two positive losses), else a − b."""
+        if not self.relative:
+            return a - b
+        return math.log(a / b) if a > 0 and b > 0 else math.nan
 
     def arms_at_bound(self, *arms: Sequence[float]) -> str | None:
         """``at_bound`` over arms: their every value, or (``bound_by_mean``) each arm's mean."""
@@ -75,18 +87,21 @@ class Metric:
         return None
 
     def clip_diff(self, x: float) -> float:
-        """A paired difference A − B (a relative metric's (A − B) / B) clipped to the range it can take, as SCIENCE.md
-        asks of intervals on display: a t-interval on heavy-tailed per-seed ratios can reach below −100% ("A's loss
-        −159.6% of B's"), which no pair of losses can. Never used by a verdict."""
+        """A paired difference A − B clipped to the range it can take, as SCIENCE.md asks of intervals on display
+        (accuracy differences within ±100 pp). A relative metric's log-ratio needs none: any log-ratio shows as a
+        change above −100%. Never used by a verdict."""
+        if self.relative:
+            return x
         lo, hi = self.bounds
-        low, high = (-1.0, math.inf) if self.relative else (lo - hi, hi - lo)
-        return min(max(x, low), high)
+        return min(max(x, lo - hi), hi - lo)
 
     def fmt_diff(self, x: float) -> str:
+        """A difference in the metric's display units: "+1.2 pp"; a relative metric's log-ratio x as the change it
+        stands for, 100·(exp(x) − 1)% ("−9.5%" for A's loss 0.905 times B's)."""
         if math.isnan(x):
             return "–"
         if self.relative:
-            return f"{100 * x:+.1f}%"
+            return f"{100 * math.expm1(x):+.1f}%"
         return f"{100 * x:+.1f} pp" if self.bounds == (0.0, 1.0) and self.key != "overlap" else f"{x:+.3f}"
 
     def fmt_value(self, x: float) -> str:
@@ -98,9 +113,10 @@ class Metric:
 #: How close to 100% (or 0%) both arms' mean accuracy must be for accuracy to sit at its ceiling (or floor): the
 #: default equivalence margin. Two arms both within a point of 100% cannot differ by more than the margin, so
 #: accuracy could only ever call them equal, and that "equal" would be the ceiling's, not the arms' (full's C7
-#: read learned and sinusoidal "equal" at 100% against 99.8-100%, where held-out loss had them 59% apart): the
-#: comparison falls back to held-out loss, as SCIENCE.md asks of a metric at its ceiling. Judged on each arm's
-#: mean, as the loss floor is: one seed a hair off 100% does not make a solved pair informative.
+#: read learned and sinusoidal "equal" at 100% against 99.8-100%). Two arms there have both *solved* the task
+#: (SCIENCE.md, "Solved is not informative"): the comparison carries no information on any of the task's metrics,
+#: held-out loss and learning speed included (``rules.compare.solved``). Judged on each arm's mean, as the loss
+#: floor is: one seed a hair off 100% does not make a solved pair informative.
 CEILING = 0.01
 
 
@@ -122,8 +138,8 @@ SHARE = Metric("share", "cross-term share of logit variance", True, (0.0, 1.0), 
 #: Held-out cross-entropy in nats per scored target. Its floor is 0.01 nats, not 0: below it the right answer
 #: already gets p > 0.99 on average, and two arms that both solve the task and sit there differ only in how
 #: sharp their already-right answers are (0.0028 against 0.0024 nats is "14% worse" on a relative margin). That
-#: depends on the step budget and the learning rate more than on the encoding, so it is no information, and
-#: the claim falls back to how fast the arms learned (``AUC``).
+#: depends on the step budget and the learning rate more than on the encoding, so two arms whose mean loss is under
+#: it have both *solved* the task (``rules.compare.solved``), and their comparison carries no information.
 LOSS_FLOOR = 0.01
 
 
@@ -135,7 +151,6 @@ LOSS = Metric(
     tolerance=LOSS_FLOOR,
     relative=True,
     bound_by_mean=True,
-    margin_floor=LOSS_FLOOR,
 )
 
 
@@ -144,9 +159,17 @@ BPB = Metric("bpb", "bits per byte", False, (0.0, math.inf), tolerance=1e-4, rel
 
 
 #: Area under the learning curve (training accuracy on fresh draws, as a share of the run): how fast an arm
-#: learned. The last fallback when both arms end at the accuracy ceiling and the loss floor; same steps, same
-#: logging points in both arms, so it is paired like the rest.
+#: learned. The last fallback, where accuracy and held-out loss both carry no information without the arms having
+#: solved the task (zero spread); same steps, same logging points in both arms, so it is paired like the rest. Two
+#: arms that both solved the task say nothing on it either (``rules.compare.solved``): how fast each got to the
+#: same answer depends on the budget and the learning rate more than on the encoding.
 AUC = Metric("auc", "area under the learning curve", True, (0.0, 1.0), tolerance=1e-3)
+
+
+#: The task's own metrics, which a comparison of two arms that both solved the task leaves silent
+#: (``rules.compare.solved``). Not accuracy at a longer size (C17: a task solved at n may still fail at 2n), nor
+#: measures of what the trained models hold (probes, overlaps, shares: C8 probes decoders that learned their task).
+SOLVED_SILENCES = ("acc", "loss", "auc")
 
 
 METRICS: dict[str, Metric] = {m.key: m for m in (ACC, LOSS, BPB, AUC, OVERLAP, PROBE, SHARE)}
@@ -163,13 +186,20 @@ def metric(key: str) -> Metric:
     raise KeyError(f"unknown metric {key!r}; known: {', '.join(METRICS)}")
 
 
-def margin_for(m: Metric, margin: float, base: float = math.nan) -> float:
-    """The study's margin applies to accuracy; relative metrics use RELATIVE_MARGIN of B's mean ``base``, but
-    never less than the metric's ``margin_floor`` in its own units (held-out loss: LOSS_FLOOR nats, so 0.012
-    against 0.015 nats, two arms whose right answers both get p ≈ 0.99, is within the margin, where ±2% would
-    call it 25% worse)."""
-    if not m.relative:
-        return margin
-    if m.margin_floor > 0 and base > 0:
-        return max(RELATIVE_MARGIN, m.margin_floor / base)
-    return RELATIVE_MARGIN
+#: The relative margin and the solved rule in words, for the claims' rule texts (``Claim.rule_for`` fills
+#: ``{loss_margin}`` and ``{solved}``), so docs/claims.md states the rule the code reads.
+LOSS_MARGIN_TEXT = (
+    f"±{RELATIVE_MARGIN:.0%} relative loss, read on per-seed log-ratios: |log(A / B)| ≤ log {1 + RELATIVE_MARGIN:g}"
+)
+SOLVED_TEXT = (
+    f"a comparison whose arms both solved the task (each mean accuracy within {100 * CEILING:g} pp of 100%, or each "
+    f"mean held-out loss at most {LOSS_FLOOR} nats) is no information on accuracy, held-out loss and learning speed "
+    "alike (language models excepted)"
+)
+
+
+def margin_for(m: Metric, margin: float) -> float:
+    """The margin a difference on ``m`` is read against, in the units its differences are taken in: the study's
+    ``margin`` for accuracy-like metrics; for relative ones SCIENCE.md's ±2% as a log-ratio, ``LOG_MARGIN``, the
+    same whatever B's value (no margin is widened near a floor: two solved arms are no information instead)."""
+    return LOG_MARGIN if m.relative else margin

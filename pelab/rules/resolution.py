@@ -12,7 +12,9 @@ tells a reader nothing of how close the arms are. The interval still bounds the 
   max(|lo|, |hi|) as well.
 
 Numbers are oriented (positive = A better) in the deciding metric's units: percentage points for accuracy-like
-metrics, percent of B for relative ones (held-out loss). The interval is the one the verdict read, at its level
+metrics; for relative ones (held-out loss, bits per byte) the per-seed log-ratio log(A / B) the verdict reads, shown
+as the change 100·(exp(x) − 1)%: an effect of p% either way means the worse arm's value is up to (1 + p / 100) times
+the better arm's, the same size whichever arm is called A. The interval is the one the verdict read, at its level
 (95%, or a Holm level), so the resolution is exactly as sure as the verdict beside it. It is a pure function of the
 interval, the metric and the level: it never changes a verdict (``rules.decide`` does not read it).
 """
@@ -91,7 +93,7 @@ def resolve(
     raw_lo, raw_hi = interval
     if math.isnan(raw_lo) or math.isnan(raw_hi):
         return None
-    raw_lo, raw_hi = m.clip_diff(raw_lo), m.clip_diff(raw_hi)  # what the interval allows, within the metric's range
+    raw_lo, raw_hi = m.clip_diff(raw_lo), m.clip_diff(raw_hi)  # within the metric's range (a log-ratio needs none)
     lo, hi = (raw_lo, raw_hi) if m.higher_is_better else (-raw_hi, -raw_lo)
     reading = READING[kind]
     within = max(abs(lo), abs(hi))

@@ -50,6 +50,7 @@ class Row:
     level: float = 1 - ALPHA  # confidence of the interval the verdict read
     interval: tuple[float, float] = (math.nan, math.nan)  # raw A − B at ``level``
     kind: Kind | None = None  # the rule the row was read by (None: no test)
+    margin: float = math.nan  # the margin it was read against, in its test's units (a log-ratio's for relative ones)
 
     @property
     def tested(self) -> bool:
@@ -146,8 +147,8 @@ def _decide(kind: Kind, lo: float, hi: float, margin: float, n: int = MIN_EQUIVA
         inside = -margin <= lo and hi <= margin
         if inside and lo > 0:
             # Sure but negligible: SCIENCE.md's directional rule also says "not supported when it lies inside the
-            # equivalence margin", and a difference the margin calls negligible (0.002 nats between two solved
-            # arms) is no win however tight its interval. Deciding that rests on the margin: 5 seeds.
+            # equivalence margin", and a difference the margin calls negligible (0.5% of held-out loss) is no win
+            # however tight its interval. Deciding that rests on the margin: 5 seeds.
             return NOT_SUPPORTED if equivalence_ok else INCONCLUSIVE
         if lo > 0:
             return SUPPORTED

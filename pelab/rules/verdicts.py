@@ -24,6 +24,13 @@ NOT_RUN = "not run in this study"
 NO_INFO = "no information"  # both arms at a ceiling, or paired differences with zero spread, on every metric
 
 
+#: A comparison the sequential design stopped at an interim look (decided there) whose arms later got more seeds
+#: for other comparisons, and whose reading on all those seeds, at the level of the look it stopped at, does not
+#: decide it the same way (``rules.families.decide``; SCIENCE.md, "Every seed counts"). Never a win, never a
+#: refutation: in a family it counts like an inconclusive row.
+UNCONFIRMED = "decided early, not confirmed"
+
+
 REPORTED = "reported"
 
 
@@ -34,4 +41,4 @@ ERROR = "error"
 
 
 #: Every word a claim's verdict can be, in the order a reader meets them.
-VERDICTS = (EXACT, SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NO_INFO, TOO_SMALL, NOT_RUN, REPORTED, ERROR)
+VERDICTS = (EXACT, SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, UNCONFIRMED, NO_INFO, TOO_SMALL, NOT_RUN, REPORTED, ERROR)

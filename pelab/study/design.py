@@ -16,6 +16,7 @@ whatever built its comparisons (trained arms or analyses of stored models).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,11 +26,13 @@ from typing import Any
 
 from pelab.config import TASK_DECIDES
 from pelab.errors import PelabError
-from pelab.files import write_atomic
+from pelab.files import read_file, write_atomic
 from pelab.study.grid import Study, seed_sequence, with_seeds
 from pelab.study.sequential import Looks
 
 RECORD = "sequential.json"
+#: Largest sequential record read (bytes): a record of every round of the paper preset is a few hundred KB.
+MAX_RECORD_BYTES = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,11 @@ def design_of(study: Study, rounds: Sequence[Mapping[str, int]]) -> tuple[Study,
 def read_record(folder: Path) -> dict[str, Any] | None:
     """``sequential.json`` of a study folder, or None where the study has none (fixed seeds, or no round yet)."""
     path = Path(folder) / RECORD
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
+    data = read_file(path, "a sequential record", MAX_RECORD_BYTES)  # never through a link, never a FIFO
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(data)
         counts = [{str(k): int(v) for k, v in r["seeds"].items()} for r in record["rounds"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise PelabError(f"out: {path} is not a sequential record pelab wrote ({type(e).__name__}: {e})") from None

@@ -17,16 +17,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pelab import plugins
 from pelab.config import RunConfig
-from pelab.errors import PelabError, check_range
-from pelab.preflight import check_data, check_fits, check_gpu_share, machine_bytes
+from pelab.errors import PelabError, check_range, visible
+from pelab.preflight import CUDA_CONTEXT_BYTES, check_data, check_fits, check_gpu_share, machine_bytes
 from pelab.preflight import runs_per_gpu as default_runs_per_gpu
 from pelab.records import ENGINE, RunResult
 from pelab.study.backends import OnResult, default_threads, device_slots, run_local
 from pelab.study.estimate import group_seconds
-from pelab.study.folder import StudyFolder
+from pelab.study.folder import CHECKPOINTS, StudyFolder
 from pelab.study.grid import Study
-from pelab.study.groups import stack_groups, study_seconds, unstacked_arms
+from pelab.study.groups import grid_tiers, stack_groups, study_seconds, unstacked_arms
 from pelab.study.progress import Pace, PlainProgress
+from pelab.study.protocol import record_protocol
 from pelab.study.ray_backend import DEFAULT_RETRIES, check_address, check_nodes, connect, require_ray, run_ray
 from pelab.study.store import Store, StudyLock
 
@@ -61,11 +62,35 @@ def expected_line(pending: list[RunConfig], backend: str, workers: int | None, d
         return f"expected: about {cpu} on {where} (estimated for a CPU like pelab's 2-core reference; faster here)"
     pace = read_pace()
     if pace is not None:
-        return (
-            f"expected: about {describe(seconds * pace)} on {where} at this machine's pace in its earlier studies "
-            f"({pace:.2f}x pelab's 2-core reference CPU), then the report"
-        )
-    return f"expected: about {cpu} on {where} at the speed of pelab's 2-core reference CPU, then the report"
+        # short enough for one line of a log: "(its pace: ...)" is this machine's measured pace in its earlier studies
+        took = describe(seconds * pace)
+        return f"expected: about {took} on {where} (its pace: {pace:.2f}x the reference), then the report"
+    return f"expected: about {cpu} on {where} (at pelab's 2-core reference CPU's speed), then the report"
+
+
+#: Longest a study may be estimated to take (hours on its CPU workers at pelab's reference 2-core CPU speed,
+#: ``study_seconds``) before it needs ``--allow-long``: the paper preset, the longest, is about 25 h on one worker
+#: and 12.5 h on two; past 100 h a setting is more likely a typo (``steps = 1e9`` is about 48,000 h) than a plan.
+#: The bound reads the reference CPU's figure on every device: a GPU is faster, so a long GPU study may need the flag.
+MAX_STUDY_HOURS = 100
+
+
+def too_long(runs: list[RunConfig], workers: int | None) -> str | None:
+    """The one line that says a study's estimate is past ``MAX_STUDY_HOURS`` (None when it is not), with what
+    makes its longest run long and the flag that runs it anyway."""
+    n = workers or os.cpu_count() or 1
+    seconds = study_seconds(runs, n)
+    if seconds <= MAX_STUDY_HOURS * 3600:
+        return None
+    from pelab.study.estimate import describe, run_seconds
+
+    longest = max(runs, key=run_seconds).train
+    steps = f"{longest.steps:,} step{'s' if longest.steps != 1 else ''}"
+    return (
+        f"study: estimated {describe(seconds)} on {n} CPU worker{'s' if n != 1 else ''} at pelab's reference CPU "
+        f"speed, past the {MAX_STUDY_HOURS} h a study may take unasked (its longest run trains {steps} and "
+        f"evaluates {longest.eval_batches:,} batches per size); shorten it, or add --allow-long to run it"
+    )
 
 
 #: Bounds on the options of a study: past them a number is a typo, and would overflow a C integer or start more
@@ -137,20 +162,23 @@ def run_study(
     check_study(study, workers, threads, device, backend, address, retries, runs_per_gpu)
     out = Path(out)
     console = console or Console()
+    StudyFolder(out).check()  # a link or a FIFO at a name pelab keeps: one line, before anything is opened
     with nullcontext() if locked else StudyLock(out), Store(out) as store:
         removed = StudyFolder(out).remove_leftovers()
         if removed and not quiet:
             console.print(f"removed {removed} temporary file(s) left by an interrupted write")
+        # the command as text SQLite can store: a path's byte that is not UTF-8 is kept as \xff
         store.set_meta(study=study.source, name=study.name, plugins=json.dumps(study.plugins),
-                       **({"command": command} if command else {}))  # fmt: skip
+                       **({"command": visible(command)} if command else {}))  # fmt: skip
         finished = store.finished_ids(engine=ENGINE)
         older = len({r.run_id for r in study.runs} & (store.finished_ids() - finished))
         pending = [r for r in study.runs if r.run_id not in finished]
         skipped = len(study.runs) - len(pending)
+        if pending:  # the protocol is fixed before the first run trains, and kept (with what changed) after that
+            record_protocol(out, study)
         ckpt_dir = None
         if checkpoints:
-            ckpt_dir = StudyFolder(out).checkpoints
-            ckpt_dir.mkdir(exist_ok=True)
+            ckpt_dir = StudyFolder(out).folder(CHECKPOINTS)  # made here; a link in its place is refused
         counts = {"failed": 0, "diverged": 0}
         start = time.perf_counter()
         chosen = _backend(backend, address, workers, threads, device, ckpt_dir, retries, pending, runs_per_gpu)
@@ -171,7 +199,9 @@ def run_study(
                     console.print(expected_line(pending, backend, workers, "cuda" if gpu else device))
                     for why, n in _unstacked(pending).items():
                         console.print(f"{n} arm(s) train one seed at a time ({why}); the rest train stacked")
-            groups = stack_groups(pending, slots, budget=_stack_budget(backend, device, slots), gpu=gpu)
+            # on a GPU, grid by grid in the study file's order: a time-boxed lease ends with its first grids done
+            budget = _stack_budget(backend, device, slots, gpu)
+            groups = stack_groups(pending, slots, budget=budget, gpu=gpu, tiers=grid_tiers(study) if gpu else None)
             pace = Pace({c.run_id: group_seconds(g) / len(g) for g in groups for c in g})
             with progress_display(console, quiet) as progress:
                 task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="", left="")
@@ -207,11 +237,16 @@ def run_study(
 Execute = Callable[[list[list[RunConfig]], OnResult], None]
 
 
-def _stack_budget(backend: str, device: str, slots: int) -> int:
-    """Bytes one group may use: this machine's memory (or its GPU's) shared by the groups running at once, half of
-    it (the estimate errs high, but the report's analyses and the driver need room too); a Ray node's assumed."""
+def _stack_budget(backend: str, device: str, slots: int, gpu: bool = False) -> int:
+    """Bytes one group may use: this machine's memory shared by the groups running at once, half of it (the
+    estimate errs high, but the report's analyses and the driver need room too); on a GPU, which holds nothing
+    else, the 80% that ``preflight.runs_per_gpu`` shares out, less each process's CUDA context (so a stack of five
+    language models at d=640 stays whole with 4 processes on an 80 GB GPU); a Ray node's assumed."""
     if backend != "local":
         return RAY_NODE_BYTES // 2
+    if gpu:
+        first = device if device.startswith("cuda") else "cuda"
+        return max(1, int(0.8 * machine_bytes(first)) // max(1, slots) - CUDA_CONTEXT_BYTES)
     return machine_bytes("cpu" if device == "auto" else device) // (2 * max(1, slots))
 
 

@@ -9,18 +9,25 @@ OUT/
   analyses/, figures/       written by the report
   report.html, report.md, claims.json, claims.md
 ```
+
+A study folder is untrusted input: it is what a researcher sends a reviewer. ``StudyFolder.check`` refuses, in one
+line, a folder where any name pelab keeps is a link, a FIFO, a device or a socket (anywhere under its own folders
+too), before a command reads or writes it; the files themselves are then opened by ``pelab.files.open_regular``
+(or checked by ``check_regular`` where SQLite opens them), so nothing outside the folder is read or written.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
-from pelab.study.store import DB_NAME, Store, StudyLock
+from pelab.files import check_regular, real_folder, refusal
+from pelab.study.store import DB_FILES, DB_NAME, LOCK_NAME, Store, StudyLock
 
 if TYPE_CHECKING:
     from pelab.model import Transformer
@@ -30,11 +37,35 @@ if TYPE_CHECKING:
 #: They are removed while the lock is held, so no writer of the folder is alive.
 LEFTOVER = re.compile(r"^\.tmp.*|.*\.tmp\d*|.*\.safetensors\.part")
 CHECKPOINTS = "checkpoints"
+#: The files pelab keeps at the top of a study folder (what each is, for the one line that refuses a link there)
+#: and the folders it owns whole; ``StudyFolder.check`` refuses a link or a special file at any of them.
+FILES = {
+    **{DB_NAME + s: "a results database" + (" file" if s else "") for s in DB_FILES},
+    LOCK_NAME: "a lock file",
+    "sequential.json": "a sequential record",
+    "report.html": "a report page",
+    "report.md": "a report page",
+    "claims.json": "a claims record",
+    "claims.md": "a claims record",
+}
+FOLDERS = (CHECKPOINTS, "analyses", "figures")
 
 
 def checkpoint_file(checkpoints: str | Path, run_id: str) -> Path:
     """Where a run's weights go in a checkpoints folder (backends get the folder, not the study)."""
     return Path(checkpoints) / f"{run_id}.safetensors"
+
+
+def _check_tree(top: Path) -> None:
+    """Every entry below ``top`` a real folder or a regular file (links are refused, never followed)."""
+    stack = [top]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif not entry.is_file(follow_symlinks=False):
+                    raise refusal(entry.path, os.lstat(entry.path).st_mode, "a file pelab wrote")
 
 
 class StudyFolder:
@@ -59,6 +90,25 @@ class StudyFolder:
 
     def checkpoint(self, run_id: str) -> Path:
         return checkpoint_file(self.checkpoints, run_id)
+
+    def folder(self, name: str) -> Path:
+        """One of the folders pelab owns here (``FOLDERS``), made when missing; a link there is refused."""
+        return real_folder(self.root / name)
+
+    def check(self) -> None:
+        """Refuse, in one PelabError naming the path, a folder whose files pelab could be led to read or write
+        outside it: a link (dangling or not) or a FIFO, device or socket at any name in ``FILES``, at one of
+        ``FOLDERS`` or anywhere below them. Nothing is opened; a folder that is not there passes."""
+        for name, what in FILES.items():
+            check_regular(self.root / name, what, "move it away" if name.startswith(DB_NAME) else "remove it")
+        for name in FOLDERS:
+            try:
+                st = os.lstat(self.root / name)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                raise refusal(self.root / name, st.st_mode, "a folder", "move it away")
+            _check_tree(self.root / name)
 
     def has_checkpoint(self, run_id: str) -> bool:
         """Whether the run's weights are there and whole: a damaged checkpoint (truncated, garbage, a link)
@@ -101,7 +151,7 @@ class StudyFolder:
         if row["status"] != "done":
             raise PelabError(f"run: {rid} ended {row['status']} ({row['reason']}); only finished runs have weights")
         path = self.checkpoint(rid)
-        if not path.exists():
+        if not os.path.lexists(path):
             raise PelabError(
                 f"run: no weights for {rid} ({path} is missing); the study must be run with --checkpoints "
                 f"to save them: pelab study FILE --out {self.root} --checkpoints"
@@ -109,6 +159,8 @@ class StudyFolder:
         cfg = RunConfig.model_validate(row["config"])
         try:
             model = load(path)
+        except PelabError:
+            raise
         except (ValueError, RuntimeError) as e:
             raise PelabError(f"run: cannot read {path}: {e}") from None
         if model.cfg != cfg.model:

@@ -27,7 +27,8 @@ scientific axes, and pairs seeds across arms. One or more grids:
 
     [[grid]]                                 # a grid may train its own seeds: a fixed count, never extended
     name = "a confirmatory test"             # by sequential rounds and read without interim looks (95%), so an
-    seeds = [200, 201, 202]                  # experiment designed after reading others can use seeds none read
+    seeds = [200, 201, 202, 203, 204]        # experiment designed after reading others can use seeds none read
+    confirmatory = true                      # optional: its comparisons are the protocol's (``CONFIRMATORY``)
     axes = { "model.combine" = ["add", "concat_split"] }
 
     plugins = ["my_pe.py"]                   # (top level) the user's own schemes, combiners, tasks: files relative
@@ -44,6 +45,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,7 +55,8 @@ from pydantic import BaseModel, ValidationError
 
 from pelab import plugins as plugin_code
 from pelab.config import MAX_SEED, TASK_DECIDES, RunConfig, position_option_names, validation_message
-from pelab.errors import PelabError
+from pelab.errors import PelabError, visible
+from pelab.files import kind_of, read_regular
 from pelab.study.stats import flatten
 
 TOP_KEYS = (
@@ -71,7 +74,14 @@ MAX_SEQUENTIAL_SEEDS = 100
 #: What a [pretrained] table held while C9 trained outside the grids; refused, pointing at the C9 grids.
 OLD_PRETRAINED_KEYS = ("seeds", "steps", "batch_size", "length", "d", "d_position", "n_layers", "n_heads", "lr")
 REPORT_KEYS = {"floor": 0.8, "margin": 0.01}
-GRID_KEYS = ("name", "set", "axes", "seeds")
+GRID_KEYS = ("name", "set", "axes", "seeds", "confirmatory")
+#: A confirmatory grid (SCIENCE.md, "Frozen protocols, fresh seeds"): ``confirmatory = true`` on a ``[[grid]]``. It
+#: lists its own ``seeds``, a fixed count read once at 95% with no interim look (rounds never grow it), at least
+#: ``MIN_CONFIRMATORY_SEEDS`` of them (every test against a margin needs 5), none of which the study's seeds, the
+#: seeds its sequential rounds may add, or any other grid's own seeds use: seeds nobody has read. Those of the recorded
+#: pilots (bench/pilots/) are kept apart by a test (tests/test_study.py), since a study file does not know them. Its
+#: comparisons are confirmatory when read under the protocol fixed before they trained (``pelab.study.protocol``).
+MIN_CONFIRMATORY_SEEDS = 5
 #: A study file is a few kilobytes (the presets are under 10 KB).
 MAX_STUDY_BYTES = 1 << 20
 #: Tables and arrays inside one another: a study needs 4 (model.position.scheme in a list in a grid).
@@ -109,6 +119,8 @@ class Grid:
     #: the grid's own seeds (``[[grid]] seeds``): its arms train exactly these, whatever the study's seeds and
     #: rounds; None: the study's
     seeds: list[int] | None = None
+    #: ``confirmatory = true``: its comparisons are read as the protocol's confirmatory test (GRID_KEYS' note)
+    confirmatory: bool = False
 
 
 @dataclass(frozen=True)
@@ -302,6 +314,65 @@ def _check_depth(raw: dict[str, Any]) -> None:
             stack += [(f"{where}[{i}]", x, depth + 1) for i, x in enumerate(v)]
 
 
+def study_seeds(seeds: list[int], sequential: Sequential | None) -> list[int]:
+    """Every seed the study's own arms may train: its ``seeds`` and, with ``[sequential]``, those its rounds may add."""
+    return seed_sequence(seeds, sequential.max_seeds) if sequential else list(seeds)
+
+
+def _check_confirmatory(grids: list[Grid], seeds: list[int], sequential: Sequential | None) -> None:
+    """A confirmatory grid lists its own seeds (at least MIN_CONFIRMATORY_SEEDS), none of which the study's arms (its
+    seeds and rounds) or any other grid's own seeds use, save confirmatory grids on exactly the same seeds (one test
+    over several grids): one line naming the grid and the seeds that clash."""
+    for g in grids:
+        if not g.confirmatory:
+            continue
+        if g.seeds is None:
+            raise PelabError(
+                f"grid {g.name!r} confirmatory: a confirmatory grid lists its own seeds, a fixed count read once at "
+                "95% that no other grid or the study trains; add seeds = [...] (e.g. 200 to 229)"
+            )
+        if len(g.seeds) < MIN_CONFIRMATORY_SEEDS:
+            raise PelabError(
+                f"grid {g.name!r} confirmatory: needs at least {MIN_CONFIRMATORY_SEEDS} seeds (every test against a "
+                f"margin does), got {len(g.seeds)}"
+            )
+        what = "the study's seeds" + (" or the seeds its rounds may add" if sequential else "")
+        others = dict.fromkeys(study_seeds(seeds, sequential), what)
+        for other in grids:
+            # confirmatory grids on the very same seeds are one test laid out over several grids (add at concat_wide's
+            # width is a grid of its own, and its seeds pair with concat_wide's): only another list may clash
+            same_test = other.confirmatory and other.seeds is not None and set(other.seeds) == set(g.seeds)
+            if other is not g and other.seeds is not None and not same_test:
+                others.update({s: f"grid {other.name!r}" for s in other.seeds})
+        clash = sorted(set(g.seeds) & set(others))
+        if clash:
+            who = ", ".join(dict.fromkeys(others[s] for s in clash))
+            raise PelabError(
+                f"grid {g.name!r} confirmatory: its seeds must be fresh, but {clash[:5]}"
+                f"{' …' if len(clash) > 5 else ''} are also trained by {who}"
+            )
+
+
+def seeds_used(study: Study) -> set[int]:
+    """Every seed the study names or may train: its own seeds, those its rounds may add, every grid's own."""
+    return set(study_seeds(study.seeds, study.sequential)) | {s for g in study.grids for s in (g.seeds or [])}
+
+
+def confirmatory_clashes(study: Study, others: dict[str, Study]) -> list[str]:
+    """Each confirmatory grid of ``study`` whose seeds some run of another study (``others``: name -> study, e.g.
+    every preset and every recorded pilot) may also train, in words: "full: grid 'C10 confirmatory' shares seeds
+    [200] with pilot quick". [] when every confirmatory grid's seeds are fresh."""
+    out = []
+    for g in study.grids:
+        if not g.confirmatory or g.seeds is None:
+            continue
+        for name, other in others.items():
+            shared = sorted(set(g.seeds) & seeds_used(other))
+            if shared:
+                out.append(f"{study.name}: grid {g.name!r} shares seeds {shared[:5]} with {name}")
+    return out
+
+
 def _grid_runs(study: Study) -> tuple[int, str]:
     """How many runs the grids expand to before deduplication, and the biggest grid's sizes in words."""
     base = flatten(study.base, "")
@@ -424,7 +495,11 @@ def parse_study(
             if not isinstance(v, list) or not v:
                 raise PelabError(f"axes: {k!r} must be a non-empty list of values (got {v!r})")
         own = _seeds(f"grid {name!r} seeds", g["seeds"], least=2) if "seeds" in g else None
-        grids.append(Grid(name, dict(fixed), {k: list(v) for k, v in axes.items()}, own))
+        confirmatory = g.get("confirmatory", False)
+        if not isinstance(confirmatory, bool):
+            raise PelabError(f"grid {name!r} confirmatory: must be true or false (got {confirmatory!r})")
+        grids.append(Grid(name, dict(fixed), {k: list(v) for k, v in axes.items()}, own, confirmatory))
+    _check_confirmatory(grids, seeds, sequential)
     report = raw.get("report", {})
     if not isinstance(report, dict):
         raise PelabError("report: must be a table with floor and margin")
@@ -434,7 +509,7 @@ def parse_study(
             raise PelabError(f"report.{k}: must be a number in [0, 1) (got {v!r})")
     study = Study(
         report={**REPORT_KEYS, **{k: float(v) for k, v in report.items()}},
-        name=str(raw.get("name", Path(source).stem if source else "study")),
+        name=str(raw.get("name", visible(Path(source).stem) if source else "study")),  # a stem's 0xff as \xff
         description=str(raw.get("description", "")),
         seeds=list(seeds),
         base=base,
@@ -527,18 +602,28 @@ def with_seeds(study: Study, counts: dict[str, int]) -> Study:
 
 
 def load_study(path: str | Path, trust: bool = False) -> Study:
-    """A study file, parsed and validated; ``trust``: run the plugins it names (``--trust-plugins``)."""
+    """The study in the file at ``path`` (a link to one is followed: the user named it), read whole and validated.
+    A folder, a FIFO, a device (a link to /dev/zero) or a file past ``MAX_STUDY_BYTES`` is refused in one line
+    that says which, without blocking or reading it. ``trust``: run the plugins it names (``--trust-plugins``)."""
     path = Path(path)
-    if path.is_dir():
-        raise PelabError(f"study: {str(path)!r} is a directory; give the study file (TOML) itself")
-    if not path.is_file():
-        raise PelabError(f"study: no such file {str(path)!r}")
     try:
-        if path.stat().st_size > MAX_STUDY_BYTES:
-            raise PelabError(f"study: {str(path)!r} is larger than {MAX_STUDY_BYTES:,} bytes; a study file is a few KB")
-        data = path.read_bytes()
+        st = path.stat()
+    except FileNotFoundError:
+        raise PelabError(f"study: no such file {str(path)!r}") from None
     except OSError as e:
         raise PelabError(f"study: cannot read {str(path)!r} ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise PelabError(f"study: {str(path)!r} is a directory; give the study file (TOML) itself")
+    if not stat.S_ISREG(st.st_mode):
+        raise PelabError(
+            f"study: {str(path)!r} is {kind_of(st.st_mode)}, not a study file; give the study file (TOML) itself"
+        )
+    if st.st_size > MAX_STUDY_BYTES:
+        raise PelabError(f"study: {str(path)!r} is larger than {MAX_STUDY_BYTES:,} bytes; a study file is a few KB")
+    try:
+        data = read_regular(path, MAX_STUDY_BYTES, follow=True)  # never blocks, should a FIFO take its place
+    except (OSError, ValueError) as e:
+        raise PelabError(f"study: cannot read {str(path)!r} ({getattr(e, 'strerror', None) or e})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -9,10 +9,14 @@ there are fewer groups than workers, so no core waits while one trains a whole a
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pelab.config import RunConfig
 from pelab.study.estimate import group_seconds, spread
+
+if TYPE_CHECKING:
+    from pelab.study.grid import Study
 
 #: The most seeds one stack holds: past about 8, a stack is no cheaper per seed (bench/study.py), and memory
 #: grows with every seed.
@@ -40,11 +44,13 @@ def stack_groups(
     most: int = MAX_STACK,
     budget: int | None = None,
     gpu: bool = False,
+    tiers: Mapping[str, int] | None = None,
 ) -> list[list[RunConfig]]:
     """``runs`` as groups of one arm's seeds: at most ``most`` each and, with ``budget``, no more seeds than fit
     in that many bytes (``pelab.preflight``: a stack needs each seed's memory); on a CPU (``gpu`` False) no more
     than fit its caches (``STACK_VALUES``) and at least ``workers`` groups where the runs allow it; the costliest
-    first (by ``pelab.study.estimate``)."""
+    first (by ``pelab.study.estimate``). With ``tiers`` (run id -> tier, ``grid_tiers``), a lower tier's groups
+    all come before a higher one's, the costliest first within each."""
     from pelab.preflight import estimate
 
     def cap(cfg: RunConfig) -> int:
@@ -67,7 +73,18 @@ def stack_groups(
         groups.remove(g)
         half = (len(g) + 1) // 2
         groups += [g[:half], g[half:]]
-    return sorted(groups, key=group_seconds, reverse=True)
+    tier = (lambda g: tiers.get(g[0].run_id, 0)) if tiers else (lambda g: 0)
+    return sorted(groups, key=lambda g: (tier(g), -group_seconds(g)))
+
+
+def grid_tiers(study: Study) -> dict[str, int]:
+    """Each run's tier: the place, in the study file, of the first grid that holds it. On a GPU the driver starts
+    the groups tier by tier (``stack_groups``), so a study stopped by a time box (a lease) has finished its first
+    grids, the ones its author put first, rather than a scatter of the costliest runs of every grid."""
+    place: dict[str, int] = {}
+    for i, g in enumerate(study.grids):
+        place.setdefault(g.name, i)
+    return {run_id: min(place.get(n, 0) for n in names) for run_id, names in study.membership.items() if names}
 
 
 def values_per_seed(cfg: RunConfig) -> int:

@@ -38,6 +38,17 @@ A comparison that is decided stops taking seeds, so its last look is the one tha
 cap is read at the cap with the whole alpha spent. With no design (a fixed seed count) none of this applies and
 the rules read plain 95% intervals as before.
 
+* **Overrunning data** (SCIENCE.md, "Every seed counts"). A comparison stopped at look k may still see its arms get
+  seeds at later looks, bought by another open comparison that reads one of them. Its verdict reads *all* of them:
+  the t-interval of every paired seed (n − 1 degrees of freedom) at the nominal level of look k, the look it stopped
+  at (``Looks.overrun`` records how many seeds that reading holds), and the decision stands only where that reading
+  decides it the same way as the stop did; otherwise it is "decided early, not confirmed"
+  (``rules.families.decide``). It is a conservative variant of the deletion method for overrunning (Whitehead 1992,
+  "Overrunning and underrunning in sequential clinical trials", Controlled Clinical Trials 13; Hall & Liu 2002,
+  Biometrika 89, on inference after overrunning): the deletion method replaces the stopping look by the one with the
+  overrun data, at the same boundary; pelab asks both to cross it. Every decision so declared is a decision the
+  design itself took at look k, so the error rate stays at most the design's (tests/test_sequential.py simulates it).
+
 For the driver: ``schedule(start, cap, step)`` gives the rounds; after each, ``still_open(rows, cap)`` and
 ``arms_to_extend(rows, cap)`` name the comparisons still undecided and the arms they read (``rows``: claims.json row
 records, which carry their paired ``seeds``). A comparison's ``Looks`` lists *every* seed count it was examined at,
@@ -73,12 +84,16 @@ SPENDING_NAMES: dict[str, str] = {"obrien_fleming": "O'Brien–Fleming", "pocock
 
 
 def method_line(spending: Spending = "obrien_fleming") -> str:
-    """The one-line method description the report puts on its method line."""
+    """The one-line method description the report puts on its method line, naming the study's own ``spending``."""
     return (
-        f"sequential seeds: Lan–DeMets alpha spending ({SPENDING_NAMES[spending]}-type) over the looks taken "
-        "(information = seeds / cap), "
+        f"sequential seeds: Lan–DeMets alpha spending ({SPENDING_NAMES[spending]}-type, the study's "
+        "[sequential] spending) over the looks taken (information = seeds / cap), "
         "boundaries on the paired t-statistics (n − 1 degrees of freedom), each interval read at its last look's "
-        "nominal level as a repeated confidence interval, for directional and equivalence (two one-sided) tests alike"
+        "nominal level as a repeated confidence interval, for directional and equivalence (two one-sided) tests "
+        "alike; a comparison stopped at an interim look whose arms later got seeds for other comparisons is read on "
+        "all its seeds at the nominal level of the look it stopped at, and its decision stands only where that "
+        "reading agrees (else 'decided early, not confirmed': a conservative variant of the deletion method for "
+        "overrunning, Whitehead 1992)"
     )
 
 
@@ -312,20 +327,27 @@ class Looks:
     counts: tuple[int, ...]
     cap: int
     spending: Spending = "obrien_fleming"
+    #: 0, or the paired seeds read past the last look counted here: a comparison stopped at that look whose arms got
+    #: more seeds later (overrunning data) is read on all of them at that look's nominal level (module docstring)
+    overrun: int = 0
 
     def __post_init__(self) -> None:
         fractions(self.counts, self.cap)  # validates
         if self.counts[0] < 2:
             raise ValueError(f"a look needs at least 2 paired seeds, got {self.counts[0]}")
+        if self.overrun and self.overrun <= self.counts[-1]:
+            raise ValueError(f"an overrun reads more seeds than its last look ({self.overrun} ≤ {self.counts[-1]})")
         spent(0.05, 1.0, self.spending)  # an unknown spending function fails here, by name
 
     def record(self) -> dict[str, Any]:
         """As a study's store keeps it (JSON), so a rebuilt report reads the same looks."""
-        return {"counts": list(self.counts), "cap": self.cap, "spending": self.spending}
+        out = {"counts": list(self.counts), "cap": self.cap, "spending": self.spending}
+        return {**out, "overrun": self.overrun} if self.overrun else out
 
     @classmethod
     def from_record(cls, d: Mapping[str, Any]) -> Looks:
-        return cls(tuple(int(n) for n in d["counts"]), int(d["cap"]), d.get("spending", "obrien_fleming"))
+        counts = tuple(int(n) for n in d["counts"])
+        return cls(counts, int(d["cap"]), d.get("spending", "obrien_fleming"), int(d.get("overrun", 0)))
 
     def nominal(self, alpha_total: float) -> float:
         return nominal_alpha(alpha_total, self.counts, self.cap, self.spending)
@@ -338,7 +360,10 @@ class Looks:
         return adjusted_p(p, self.counts, self.cap, self.spending)
 
     def text(self) -> str:
-        return f"looks at {', '.join(map(str, self.counts))} seeds of a cap of {self.cap}"
+        looks = f"looks at {', '.join(map(str, self.counts))} seeds of a cap of {self.cap}"
+        if self.overrun:
+            looks += f", stopped there; all {self.overrun} seeds its arms got read at that look's level"
+        return looks
 
 
 def schedule(start: int, cap: int, step: int) -> tuple[int, ...]:
@@ -382,8 +407,9 @@ def _arm(row: Mapping[str, Any], side: str) -> Arm:
 def still_open(rows: Iterable[Mapping[str, Any]], cap: int, undecided: str = UNDECIDED) -> list[Open]:
     """The comparisons of a family (claims.json row records, ``report.tables.row_records``: they carry their
     paired ``seeds`` and each arm's runs) that are undecided and below the cap: only their arms get more seeds.
-    A decided row, a row with no information (its arms at a ceiling: more seeds cannot help) and a row whose arms
-    did not learn stop."""
+    A decided row, a row with no information (its arms at a ceiling: more seeds cannot help), a row whose arms
+    did not learn and a row "decided early, not confirmed" (the design stopped it; seeds bought for another
+    comparison did not bear it out, and buying it more would be a second trial on the same question) stop."""
     out = []
     for r in rows:
         seeds = int(r.get("seeds", 0))

@@ -23,7 +23,8 @@ from pydantic import ValidationError
 
 import pelab
 from pelab.config import RunConfig, loaded_plugins
-from pelab.errors import PelabError
+from pelab.errors import PelabError, visible
+from pelab.files import check_regular, make_dirs, open_regular
 from pelab.records import RunResult
 
 if TYPE_CHECKING:
@@ -56,20 +57,26 @@ COLUMNS = (
     "tokens_per_s", "seconds", "device", "threads", "versions", "finished_at", "host",
 )  # fmt: skip
 DB_NAME = "results.sqlite"
+#: SQLite's own files beside the database (WAL mode's log and shared index; the rollback journal of older folders).
+DB_FILES = ("", "-wal", "-shm", "-journal")
 
 
 class Store:
     def __init__(self, folder: str | Path, create: bool = True) -> None:
         self.folder = Path(folder)
         path = self.folder / DB_NAME
+        self.path = path
+        # SQLite opens the database and its -wal, -shm and -journal by name, following links: each is checked first
+        # (a link, dangling or not, a folder or a FIFO: one line), so nothing outside the folder is read or written.
+        self._check()
         if not create and not path.exists():
             raise PelabError(f"out: {self.folder} holds no pelab study (no {DB_NAME})")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.path = path
+        make_dirs(self.folder)
         #: rows ``rows`` left out (run id, why), as of its last call
         self.excluded: list[tuple[str, str]] = []
         try:
             self.conn = sqlite3.connect(path, timeout=30)
+            self._check()  # planted while SQLite opened it: the connection goes, unused
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.executescript(SCHEMA)
@@ -86,6 +93,14 @@ class Store:
                     self.conn.execute("ALTER TABLE runs ADD COLUMN host TEXT")
         except sqlite3.Error as e:
             raise PelabError(self.problem(e)) from None
+        except PelabError:
+            self.conn.close()
+            raise
+
+    def _check(self) -> None:
+        for suffix in DB_FILES:
+            check_regular(f"{self.path}{suffix}", "a results database file" if suffix else "a results database",
+                          "move it away")  # fmt: skip
 
     def problem(self, e: sqlite3.Error) -> str:
         """One line for a database error: what is wrong with which file, and what to do."""
@@ -215,12 +230,12 @@ class Store:
         if self.excluded and not quiet:
             other = [(r, w) for r, w in self.excluded if w.startswith(PLUGIN_PROBLEM)]
             damaged = [(r, w) for r, w in self.excluded if not w.startswith(PLUGIN_PROBLEM)]
-            if damaged:
-                run, why = damaged[0]
+            if damaged:  # stored text: shown, never acted on by a terminal
+                run, why = (visible(x) for x in damaged[0])
                 print(f"pelab: warning: results database: {len(damaged)} stored run(s) left out, damaged or "
                       f"edited by hand (the first, {run}: {why})", file=sys.stderr, flush=True)  # fmt: skip
             if other:
-                run, why = other[0]
+                run, why = (visible(x) for x in other[0])
                 print(f"pelab: warning: results database: {len(other)} stored run(s) left out, made by plugin code "
                       f"that is not loaded now (the first, {run}: {why})", file=sys.stderr, flush=True)  # fmt: skip
         return out
@@ -356,26 +371,34 @@ def row_problem(row: dict[str, Any]) -> str | None:
     return None
 
 
+LOCK_NAME = "study.lock"
+
+
 class StudyLock:
-    """Exclusive ownership of a study folder for one driver."""
+    """Exclusive ownership of a study folder for one driver. The lock file is opened by ``files.open_regular``: a
+    link, a FIFO or a folder in its place is refused in one line, never truncated or written through (a received
+    folder's ``study.lock -> /etc/passwd`` once had its target overwritten with pelab's pid)."""
 
     def __init__(self, folder: str | Path) -> None:
-        self.path = Path(folder) / "study.lock"
+        self.path = Path(folder) / LOCK_NAME
         self.handle: IO[str] | None = None
 
     def __enter__(self) -> StudyLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")
+        make_dirs(self.path.parent)
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, "a lock file")
+        handle = os.fdopen(fd, "r+", encoding="ascii", errors="replace")  # a received lock may hold any bytes
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "?"
+            holder = visible(handle.read(40).strip()[:20]) or "?"
             handle.close()
             raise PelabError(
                 f"out: another pelab study (pid {holder}) is running on {self.path.parent}; "
                 "wait for it to finish or choose another --out"
             ) from None
+        except BaseException:
+            handle.close()
+            raise
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))

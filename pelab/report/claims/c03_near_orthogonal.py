@@ -4,10 +4,7 @@ interfere, and less so as d grows.
 
 from __future__ import annotations
 
-import math
 from typing import Any
-
-import numpy as np
 
 from pelab.report.context import ReportContext
 from pelab.report.figures import gap_plot
@@ -18,6 +15,7 @@ from pelab.rules import (
     ACC,
     LOSS_DOUBTS,
     MIN_EQUIVALENCE_SEEDS,
+    SOLVED_SILENCES,
     Comparison,
     Evidence,
     Family,
@@ -29,6 +27,7 @@ from pelab.rules import (
     margin_for,
     metric,
     paired_test,
+    solved,
 )
 from pelab.study.stats import t_interval
 
@@ -48,12 +47,15 @@ def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float
     Per seed and on each metric of CHAIN, the *add penalty* (concat_split better than add, so positive =
     adding hurts) at the narrowest width minus the penalty at the widest: positive = the penalty shrank as d
     grew. The direction is fixed before looking at the data, by the claim itself (adding interferes, less so in
-    high dimensions), not by the sign the narrowest gap happens to have.
+    high dimensions), not by the sign the narrowest gap happens to have. On a relative metric (held-out loss) a
+    penalty is the per-seed log-ratio the rules read (``Metric.diff``), so the change is a difference of
+    log-ratios, log of a ratio of ratios, read against the same ±2% margin as a log-ratio (``margin_for``).
 
     A metric carries no information on the series (the chain falls back to the next one) when either end has
     both its arms at a bound of it (a ceiling or floor says nothing of a penalty), or when the narrowest width
     shows no penalty (its 95% interval inside the margin, on at least MIN_EQUIVALENCE_SEEDS seeds): there is no
-    gap to shrink, and "nothing to nothing" would read as "not supported".
+    gap to shrink, and "nothing to nothing" would read as "not supported". No metric of the task does when both arms
+    at either end solved the task (``rules.solved``): a penalty that "shrinks" to two solved arms is the ceiling's.
     """
     learned = [c for c in cs if enters(c, floor)]
     widths = [c.where["model.d"] for c in learned]
@@ -70,17 +72,21 @@ def shrink_evidence(name: str, cs: list[Comparison], floor: float, margin: float
         seeds = sorted(set.intersection(*(set(a) for a in arms)))
 
         def penalty(a: dict[int, float], b: dict[int, float], s: int, m: Any = m, sign: float = sign) -> float:
-            return sign * ((a[s] - b[s]) / b[s] if m.relative else a[s] - b[s])
+            return sign * m.diff(a[s], b[s])
 
         diffs = [penalty(arms[0], arms[1], s) - penalty(arms[2], arms[3], s) for s in seeds]
         # Either end with both its arms at a bound carries no penalty on this metric (SCIENCE.md: a comparison at
-        # a ceiling or floor carries no information), so neither does the change between the ends
+        # a ceiling or floor carries no information), so neither does the change between the ends; nor, on any of
+        # the task's metrics, an end whose two arms both solved the task
         ends = [(small, arms[0], arms[1]), (large, arms[2], arms[3])]
         at = [(c, m.arms_at_bound([a[s] for s in seeds], [b[s] for s in seeds])) for c, a, b in ends]
         bound = next(((c, x) for c, x in at if x), None)
         info = f"both arms at the {bound[1]} of {m.label} at d={bound[0].where['model.d']}" if bound else None
+        done = next(((c, why) for c in (small, large) if key in SOLVED_SILENCES and (why := solved(c))), None)
+        if done is not None:
+            info = f"at d={done[0].where['model.d']}, {done[1]}"
         narrow = [penalty(arms[0], arms[1], s) for s in seeds]
-        m_narrow = margin_for(m, margin, float(np.mean([arms[1][s] for s in seeds])) if seeds else math.nan)
+        m_narrow = margin_for(m, margin)
         if info is None and len(narrow) >= MIN_EQUIVALENCE_SEEDS:
             _, lo, hi = t_interval(narrow)
             if -m_narrow <= lo and hi <= m_narrow:

@@ -182,8 +182,8 @@ def c4(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         failed = [row for row in cost.tested if not row.comparison.learned(ctx.floor)]
         if speed:
             direction += (
-                f"; {len(speed)} of the {len(cost.tested)} decided on learning speed alone (both arms at the accuracy "
-                "ceiling and below the loss floor: how fast, not how well)"
+                f"; {len(speed)} of the {len(cost.tested)} decided on learning speed alone (accuracy and held-out loss "
+                "both silent without the arms having solved the task: how fast, not how well)"
             )
         if failed:
             direction += f"; on {len(failed)} one arm did not learn where the other did (counted: see the rule)"

@@ -17,7 +17,7 @@ from pelab.report.context import ReportContext
 from pelab.report.evidence import compare, compare_wide
 from pelab.report.registry import CHAIN, ClaimResult, claim
 from pelab.report.tables import family_table, row_records, speed_only
-from pelab.rules import LOSS_FLOOR, Comparison, Family, family, swapped
+from pelab.rules import Comparison, Family, family, swapped
 
 
 def rule_c6(comps: list[Comparison], floor: float, margin: float) -> Family:
@@ -34,10 +34,9 @@ def rule_c6(comps: list[Comparison], floor: float, margin: float) -> Family:
     "supported when concat_split − add is above 0 beyond the Holm-corrected interval on some comparison "
     "whose arms both learned (floor {floor}; a win over an arm below it is budget too small, not a win); not "
     "supported when every informative comparison has add ahead or the two "
-    "within the margin ({margin} accuracy, ±2% relative loss, at least 0.01 nats); deciding metric: accuracy, "
-    "then held-out loss "
-    "where accuracy carries no information, then how fast each learned (area under the learning curve) where both "
-    "arms also sit below the loss floor; a win on that last one alone is named a learning-speed win",
+    "within the margin ({margin} accuracy, {loss_margin}); deciding metric: accuracy, then held-out loss where "
+    "accuracy carries no information (zero spread), then how fast each learned (area under the learning curve) where "
+    "neither does; a win on that last one alone is named a learning-speed win; {solved}",
     metrics=CHAIN,
 )
 def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
@@ -65,8 +64,8 @@ def c6(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     r.key = key_of(fam, WHERE, ctx.floor)
     if speed_only(row_records(fam)):
         r.key += (
-            f" — a learning-speed win only: on every comparison concat_split won, both arms solved the task (accuracy "
-            f"at the ceiling, held-out loss below {LOSS_FLOOR} nats), so it learned faster, not better"
+            " — a learning-speed win only: on every comparison concat_split won, accuracy and held-out loss told the "
+            "arms apart on no seed (zero spread), so it learned faster, not better"
         )
     r.setup = f"{len(fam.rows)} paired comparisons over tasks, schemes and widths; parameters of both arms beside each"
     tasks = {row.comparison.where.get("task.name") for f in (fam, wide) for row in f.rows}

@@ -28,7 +28,7 @@ def rule_c7(comps: list[Comparison], floor: float, margin: float) -> Family:
     "Learned and sinusoidal absolute positions give nearly identical results.",
     'Vaswani et al. 2017, "Attention is all you need", Table 3 row (E)',
     "equivalence: supported when learned − sinusoidal (both added) lies within the margin ({margin} accuracy, "
-    "±2% relative loss, at least 0.01 nats) on every comparison whose arms both learned (floor {floor}; one with an "
+    "{loss_margin}) on every comparison whose arms both learned (floor {floor}; one with an "
     "arm below it is budget too small); not supported when it lies wholly "
     "outside on some comparison (Holm-corrected); deciding metric: final quality, accuracy then "
     "held-out loss (bits per byte for language models); how fast each learned is shown beside, not deciding",

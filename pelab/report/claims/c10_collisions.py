@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pelab.report.context import ReportContext
+from pelab.report.context import NOT_MEASURED, ReportContext
 from pelab.report.evidence import compare, config_labels
 from pelab.report.measured import TaskPlace, _seed, _token_tasks, measured_side, run_side, width_series
 from pelab.report.registry import ClaimResult, Table, claim
@@ -72,8 +72,11 @@ def _plan_c10(ctx: ReportContext) -> None:
     plan=_plan_c10,
 )
 def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
-    items, table, shown = [], [], []
+    items, table, shown, unmeasured = [], [], [], 0
     for task, d, arms in _c10_pairs(ctx):
+        if any(ctx.unmeasured(arm) for arm in arms.values()):  # no checkpoint to probe: no row, not "below the floor"
+            unmeasured += sum(ctx.unmeasured(arm) for arm in arms.values())
+            continue
         sides, learned = {}, True
         for comb in C10_ARMS:
             arm = arms[comb]
@@ -165,6 +168,8 @@ def c10(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
             if reasons
             else "not run: this study has no add and concat_split arms of a token task at one width"
         )
+    if unmeasured:
+        r.caveats.append(f"{NOT_MEASURED.format(n=unmeasured)}.")
     r.notes.append("Concatenation is lossless by construction: ||[x_a − x_b; p_i − p_j]|| ≥ ||p_i − p_j||.")
     r.metric = used_metrics(fam)
     r.run_ids = runs_of(fam)

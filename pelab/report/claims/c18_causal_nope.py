@@ -136,11 +136,12 @@ def gap_text(fam: Family, nope_is_a: bool, floor: float | None = None) -> str:
             continue
         lo, hi = row.interval
         mean = row.test.mean
-        if not nope_is_a:  # express as NoPE relative to the best either way
+        if not nope_is_a:  # express as NoPE relative to the best either way (a log-ratio turns round exactly)
             mean, lo, hi = -mean, -hi, -lo
+        fmt = row.test.metric.fmt_diff
         parts.append(
             f"NoPE {nope.mean('bpb'):.3f} vs {best.label} {best.mean('bpb'):.3f} bits/byte "
-            f"({100 * mean:+.1f}% [{100 * lo:+.1f}%, {100 * hi:+.1f}%])"
+            f"({fmt(mean)} [{fmt(lo)}, {fmt(hi)}])"
         )
     return "; ".join(parts)
 

@@ -1,0 +1,414 @@
+"""The answer as one picture: concatenating against adding in language models on natural text.
+
+Left, the gap against width: for each width the paired difference concat − add in bits per byte (a per-seed
+log-ratio, shown as a percentage), with the interval its verdict read, one line per pairing (``concat_split`` at
+the same width; ``concat_wide`` against ``add`` at concat_wide's total width) and position scheme, the ±2% margin
+shaded. Right, the same gap along training (tokens seen), from each run's validation loss on the same held-out
+windows at every point of its curve (``pelab.train.curve_val_loss``), so a reader sees whether it closes or opens as
+the models train. One row of panels per model kind (causal ``charlm``, masked ``mlm``).
+
+Every point on the left is a row C6 decided (``claims.json``); the right is descriptive (a 95% t-interval per point,
+no verdict reads it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as st
+
+from pelab.report.context import ReportContext
+from pelab.report.registry import ClaimResult, Figure
+from pelab.rules import NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED
+
+#: Language-model tasks (``first_screen.LM_TASKS``), and the kind of model each trains.
+KINDS = {"charlm": "causal", "mlm": "masked"}
+#: C6's families read here (A the concatenating arm, B the adding one), and how the picture names them.
+PAIRINGS = {
+    "concat_split vs add": "concat_split vs add (same width)",
+    "concat_wide vs add at its width": "concat_wide vs add at its width",
+}
+#: Rows read both ways: the other direction's family, whose verdict says "add better".
+BACKWARD = {
+    "concat_split vs add": "add vs concat_split",
+    "concat_wide vs add at its width": "add at its width vs concat_wide",
+}
+
+
+def percent(x: float) -> float:
+    """A log-ratio of bits per byte, log(A / B), as the percentage A differs from B: 100 (e^x − 1)."""
+    return 100.0 * math.expm1(x) if math.isfinite(x) else math.nan
+
+
+@dataclass
+class GapPoint:
+    """One C6 row of a language model: the gap concat − add at one width, its interval and verdict."""
+
+    kind: str  # causal | masked
+    pairing: str  # a key of PAIRINGS
+    scheme: str
+    d: int  # the concatenating arm's base width
+    diff: float  # mean log-ratio of bits per byte, A over B
+    lo: float
+    hi: float
+    verdict: str  # the row's verdict on "concat better"
+    add_better: bool  # the other direction's row said add better
+    seeds: int
+    level: float
+    a_runs: list[str] = field(default_factory=list)
+    b_runs: list[str] = field(default_factory=list)
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict in (SUPPORTED, NOT_SUPPORTED) or self.add_better
+
+    @property
+    def reading(self) -> str:
+        """What the row establishes, in words: which arm is better beyond the interval, or equal within the margin,
+        or undecided."""
+        if self.verdict == SUPPORTED:
+            return "concat better"
+        if self.add_better:
+            return "add better"
+        if self.verdict == NOT_SUPPORTED:
+            return "equal within the margin"
+        return "undecided"
+
+
+def gap_points(claims: Sequence[ClaimResult], frame: Any) -> list[GapPoint]:
+    """C6's language-model rows as points, the concatenating arm's base width read from its runs' configs."""
+    c6 = next((c for c in claims if c.id == "C6"), None)
+    if c6 is None:
+        return []
+    width = {}
+    if "model.d" in getattr(frame, "columns", ()):
+        width = dict(zip(frame.run_id, frame["model.d"], strict=True))
+    back: dict[tuple[frozenset[str], frozenset[str]], Mapping[str, Any]] = {}
+    for r in c6.rows:
+        if r.get("family") in BACKWARD.values():
+            back[(frozenset(r.get("b_runs", [])), frozenset(r.get("a_runs", [])))] = r
+    out = []
+    for r in c6.rows:
+        where = r.get("where") or {}
+        kind = KINDS.get(str(where.get("task.name")))
+        if kind is None or r.get("family") not in PAIRINGS or r.get("diff") is None or not r.get("a_runs"):
+            continue
+        other = back.get((frozenset(r.get("a_runs", [])), frozenset(r.get("b_runs", []))), {})
+        out.append(
+            GapPoint(
+                kind=kind,
+                pairing=str(r["family"]),
+                scheme=str(where.get("model.position.scheme", "")),
+                d=int(width.get(r["a_runs"][0], where.get("model.d", 0)) or 0),
+                diff=float(r["diff"]),
+                lo=float(r["lo"]),
+                hi=float(r["hi"]),
+                verdict=str(r["verdict"]),
+                add_better=other.get("verdict") == SUPPORTED,
+                seeds=int(r.get("seeds", 0)),
+                level=float(r.get("level", 0.95)),
+                a_runs=list(r["a_runs"]),
+                b_runs=list(r["b_runs"]),
+            )
+        )
+    return sorted(out, key=lambda p: (list(KINDS.values()).index(p.kind), p.pairing, p.scheme, p.d))
+
+
+@dataclass(frozen=True)
+class Along:
+    """The gap along training: tokens seen, and the mean per-seed log-ratio with its 95% t-interval."""
+
+    tokens: tuple[float, ...]
+    mean: tuple[float, ...]
+    lo: tuple[float, ...]
+    hi: tuple[float, ...]
+    seeds: int
+
+
+def along_training(point: GapPoint, rows: Sequence[Mapping[str, Any]]) -> Along | None:
+    """Per seed, log(A's validation loss / B's) at each point of the two runs' curves (the same steps, the same
+    held-out windows), then the mean over seeds and its 95% t-interval; None where fewer than 2 seeds have curves
+    with validation loss (runs trained before curves carried it)."""
+    by_id = {r["run_id"]: r for r in rows}
+    per_seed: dict[int, dict[str, Any]] = defaultdict(dict)
+    for side, ids in (("a", point.a_runs), ("b", point.b_runs)):
+        for run_id in ids:
+            r = by_id.get(run_id)
+            if r is None or r.get("status") != "done" or not r.get("curve"):
+                continue
+            per_seed[int(r["config"]["seed"])][side] = r
+    ratios, tokens = [], None
+    for pair in per_seed.values():
+        if "a" not in pair or "b" not in pair:
+            continue
+        a, b = pair["a"]["curve"], pair["b"]["curve"]
+        if len(a) != len(b) or not all("val_loss" in p for p in (*a, *b)):
+            continue
+        ratios.append([math.log(x["val_loss"] / y["val_loss"]) for x, y in zip(a, b, strict=True)])
+        cfg = pair["a"]["config"]
+        per_step = cfg["train"]["batch_size"] * cfg["task"]["length"]
+        tokens = tuple(float(p["step"]) * per_step for p in a)
+    if len(ratios) < 2 or tokens is None:
+        return None
+    v = np.asarray(ratios)
+    mean = v.mean(axis=0)
+    half = st.t.ppf(0.975, len(v) - 1) * v.std(axis=0, ddof=1) / math.sqrt(len(v))
+    return Along(tokens, tuple(mean), tuple(mean - half), tuple(mean + half), len(v))
+
+
+#: Colour per pairing, line style per scheme: two ways to tell the four lines apart.
+PAIR_COLOUR = {"concat_split vs add": "C0", "concat_wide vs add at its width": "C3"}
+SCHEME_STYLE = {"learned": "-", "sinusoidal": "--"}
+
+
+def gap_figure(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Figure | None:
+    """The figure (``gap-lm.png``), or None when the study ran no language model with both add and concat."""
+    points = gap_points(claims, ctx.frame)
+    if not points or not ctx.display:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pelab.plots import save
+
+    kinds = [k for k in KINDS.values() if any(p.kind == k for p in points)]
+    fig, axes = plt.subplots(len(kinds), 2, figsize=(11, 3.9 * len(kinds)), dpi=110, squeeze=False)
+    band = 100 * RELATIVE_MARGIN
+    for row, kind in zip(axes, kinds, strict=True):
+        left, right = row
+        mine = [p for p in points if p.kind == kind]
+        widths = sorted({p.d for p in mine})
+        series: dict[tuple[str, str], list[GapPoint]] = defaultdict(list)
+        for p in mine:
+            series[(p.pairing, p.scheme)].append(p)
+        shift = {key: (i - (len(series) - 1) / 2) * 0.035 for i, key in enumerate(sorted(series))}
+        for (pairing, scheme), pts in sorted(series.items()):
+            colour, style = PAIR_COLOUR.get(pairing, "C7"), SCHEME_STYLE.get(scheme, ":")
+            xs = [p.d * 2 ** shift[(pairing, scheme)] for p in pts]
+            ys = [percent(p.diff) for p in pts]
+            left.plot(xs, ys, style, color=colour, lw=1.3, label=f"{PAIRINGS[pairing]}, {scheme}")
+            for x, p in zip(xs, pts, strict=True):
+                y, lo, hi = percent(p.diff), percent(p.lo), percent(p.hi)
+                face = colour if p.decided else "white"
+                left.errorbar([x], [y], yerr=[[y - lo], [hi - y]], fmt="o", color=colour, mfc=face, capsize=3, lw=1)
+        left.axhspan(-band, band, color="0.85", zorder=0, label=f"±{band:g}% margin")
+        left.axhline(0, color="0.4", lw=0.8)
+        left.set_xscale("log", base=2)
+        left.set_xticks(widths, [str(w) for w in widths])
+        left.minorticks_off()
+        left.set(xlabel="model width d (concat_wide: its base width)", ylabel="concat − add, % bits per byte",
+                 title=f"{kind} language models: the gap against width")  # fmt: skip
+        left.grid(alpha=0.3)
+        left.legend(fontsize=7, loc="best")
+        _along_panel(right, [p for p in mine if p.pairing == "concat_split vs add"], ctx.rows, band, kind)
+    fig.text(0.5, 0.005, "below 0: concatenating did better; filled: the verdict decided the row (a direction, or "
+             "equal within the margin); hollow: undecided", ha="center", fontsize=8, color="0.3")  # fmt: skip
+    path = save(fig, ctx.figures / "gap-lm.png")
+    caption = (
+        "Left: concat − add in bits per byte at each width (a paired, per-seed log-ratio shown as a percentage), with "
+        "the interval its verdict read (C6), one line per pairing and position scheme; the grey band is the ±2% "
+        "margin. Right: concat_split − add along training, on the same held-out windows at every point of each run's "
+        "curve (mean over seeds, 95% t-band; descriptive, no verdict reads it)."
+    )
+    return Figure("Concatenating against adding in language models", path, caption)
+
+
+def _along_panel(
+    ax: Any, points: Sequence[GapPoint], rows: Sequence[Mapping[str, Any]], band: float, kind: str
+) -> None:
+    widths = sorted({p.d for p in points})
+    colours = {d: f"C{i}" for i, d in enumerate(widths)}
+    drawn = 0
+    for p in points:
+        along = along_training(p, rows)
+        if along is None:
+            continue
+        x = np.asarray(along.tokens) / 1e6
+        style = SCHEME_STYLE.get(p.scheme, ":")
+        ax.plot(x, [percent(v) for v in along.mean], style, color=colours[p.d], lw=1.3, label=f"d={p.d}, {p.scheme}")
+        ax.fill_between(x, [percent(v) for v in along.lo], [percent(v) for v in along.hi], color=colours[p.d],
+                        alpha=0.12, lw=0)  # fmt: skip
+        drawn += 1
+    ax.axhspan(-band, band, color="0.85", zorder=0)
+    ax.axhline(0, color="0.4", lw=0.8)
+    ax.set(xlabel="tokens seen (millions)", ylabel="concat_split − add, % validation loss",
+           title=f"{kind}: the same-width gap along training")  # fmt: skip
+    ax.grid(alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.text(0.5, 0.5, "no curves with validation loss\n(runs trained before curves carried it)",
+                ha="center", va="center", transform=ax.transAxes, fontsize=8, color="0.4")  # fmt: skip
+
+
+__all__ = ["Along", "GapPoint", "along_training", "gap_figure", "gap_points", "percent"]
+
+
+# --- the answer in words -----------------------------------------------------------------------------------------
+#: How each pairing is named at the head of its sentence.
+LEADS = {
+    "concat_split vs add": "Same width (concat_split against add)",
+    "concat_wide vs add at its width": "Wider to concatenate (concat_wide against add at its width)",
+}
+
+
+def _span(values: Sequence[float]) -> str:
+    """ "2.1%" or "1.2% to 4.0%": magnitudes of percentages."""
+    lo, hi = min(values), max(values)
+    return f"{lo:.1f}%" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}% to {hi:.1f}%"
+
+
+def _widths(points: Sequence[GapPoint]) -> str:
+    ds = sorted({p.d for p in points})
+    return "d=" + (str(ds[0]) if len(ds) == 1 else ", ".join(map(str, ds[:-1])) + f" and {ds[-1]}")
+
+
+def pairing_sentence(points: Sequence[GapPoint], pairing: str) -> str | None:
+    """One sentence per pairing, counting what the rows decided ("adding better in 3 of 4, by 1.2% to 4.0%; equal
+    within ±2% in 1"), over every model kind, width and scheme it read; None where the study has no such row."""
+    mine = [p for p in points if p.pairing == pairing]
+    if not mine:
+        return None
+    n = len(mine)
+    parts = []
+    add = [p for p in mine if p.reading == "add better"]
+    cat = [p for p in mine if p.reading == "concat better"]
+    equal = [p for p in mine if p.reading == "equal within the margin"]
+    open_ = [p for p in mine if p.reading == "undecided"]
+    # by how much: the bound nearer 0 of each decided row's interval, the least the interval establishes
+    if add:
+        parts.append(f"adding better in {len(add)} of {n} (by at least {_span([percent(p.lo) for p in add])})")
+    if cat:
+        parts.append(f"concatenating better in {len(cat)} of {n} (by at least {_span([-percent(p.hi) for p in cat])})")
+    if equal:
+        parts.append(f"equal within ±{100 * RELATIVE_MARGIN:g}% in {len(equal)} of {n}")
+    if open_:
+        widest = max(max(abs(percent(p.lo)), abs(percent(p.hi))) for p in open_)
+        parts.append(f"undecided in {len(open_)} of {n} (within ±{widest:.1f}%)")
+    kinds = sorted({p.kind for p in mine}, key=list(KINDS.values()).index)
+    schemes = sorted({p.scheme for p in mine})
+    where = f"{' and '.join(kinds)}, {_widths(mine)}, {' and '.join(schemes)} positions"
+    return f"{LEADS[pairing]}: " + "; ".join(parts) + f" ({where}; bits per byte)."
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The scale and the cost the first screen states beside the answer, from the language models' own runs."""
+
+    params: tuple[int, int]
+    tokens: tuple[int, int]
+    seeds: tuple[int, int]
+    layers: tuple[int, ...]
+    context: tuple[int, ...]
+    #: concat_wide's parameters and FLOPs per token over add's at the same base width, per width
+    wide_cost: dict[int, tuple[float, float]]
+    #: concat_split's parameters over add's at the same width (< 1: the narrower token table)
+    split_params: dict[int, float]
+    #: mean improvement of validation loss over the last fifth of training, per model kind (None: no curves)
+    last_fifth: dict[str, float]
+
+
+def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None:
+    """What the scale and cost sentences read: the runs of the points' arms (parameters, FLOPs per token, tokens
+    seen, seeds) and their curves (how much the last fifth of training still gained)."""
+    ids = {r for p in points for r in (*p.a_runs, *p.b_runs)}
+    rows = [r for r in ctx.rows if r["run_id"] in ids and r.get("status") == "done"]
+    if not rows:
+        return None
+    tokens = [r["config"]["train"]["steps"] * r["config"]["train"]["batch_size"] * r["config"]["task"]["length"]
+              for r in rows]  # fmt: skip
+    arms: dict[str, list[dict[str, Any]]] = defaultdict(list)  # an arm: its config but the seed
+    for r in rows:
+        arms[json.dumps({k: v for k, v in r["config"].items() if k != "seed"}, sort_keys=True)].append(r)
+    seeds = [len(v) for v in arms.values()]
+    kinds: dict[tuple[str, int, str, str], dict[str, Any]] = {}  # the first arm of each (task, d, combine, scheme)
+    for runs in arms.values():
+        m = runs[0]["config"]["model"]
+        kinds.setdefault((runs[0]["config"]["task"]["name"], int(m["d"]), m["combine"], m["position"]["scheme"]),
+                         runs[0])  # fmt: skip
+    wide_cost, split_params = {}, {}
+    for (task, d, combine, scheme), run in kinds.items():
+        base = kinds.get((task, d, "add", scheme))
+        if base is None or combine == "add":
+            continue
+        ratio_p = run["params"] / base["params"]
+        ratio_f = run["flops_per_token"] / base["flops_per_token"]
+        if combine == "concat_wide":
+            wide_cost[d] = (ratio_p, ratio_f)
+        elif combine == "concat_split":
+            split_params[d] = ratio_p
+    last: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        vals = [p.get("val_loss") for p in r["curve"]]
+        if len(vals) >= 5 and all(v is not None for v in vals):
+            at = round(0.8 * (len(vals) - 1))
+            last[KINDS.get(r["config"]["task"]["name"], "?")].append(1 - vals[-1] / vals[at])
+    return Facts(
+        params=(min(r["params"] for r in rows), max(r["params"] for r in rows)),
+        tokens=(min(tokens), max(tokens)),
+        seeds=(min(seeds), max(seeds)),
+        layers=tuple(sorted({int(r["config"]["model"]["n_layers"]) for r in rows})),
+        context=tuple(sorted({int(r["config"]["task"]["length"]) for r in rows})),
+        wide_cost=dict(sorted(wide_cost.items())),
+        split_params=dict(sorted(split_params.items())),
+        last_fifth={k: float(np.mean(v)) for k, v in last.items()},
+    )
+
+
+def _range(lo: float, hi: float, fmt: str = "{:,}") -> str:
+    """ "990–1,300", or one number where both ends read alike."""
+    a, b = fmt.format(lo), fmt.format(hi)
+    return a if a == b else f"{a}–{b}"
+
+
+def cost_sentence(facts: Facts) -> str:
+    """C5 beside the answer: what concatenating costs at these widths, counted by the models themselves."""
+    parts = []
+    if facts.split_params:
+        r = [100 * (v - 1) for v in facts.split_params.values()]
+        fewer = all(x < 0 for x in r)
+        size = _range(min(abs(x) for x in r), max(abs(x) for x in r), "{:.1f}")
+        parts.append(f"concat_split keeps the width with {size}% {'fewer' if fewer else 'more'} parameters"
+                     if fewer or all(x > 0 for x in r)
+                     else f"concat_split keeps the width and its parameters (within {size}%)")  # fmt: skip
+    if facts.wide_cost:
+        p = [100 * (v[0] - 1) for v in facts.wide_cost.values()]
+        f = [100 * (v[1] - 1) for v in facts.wide_cost.values()]
+        parts.append(f"concat_wide costs {_range(min(p), max(p), '{:.0f}')}% more parameters and "
+                     f"{_range(min(f), max(f), '{:.0f}')}% more FLOPs per token")  # fmt: skip
+    return ("Cost (C5): " + "; ".join(parts) + ".") if parts else ""
+
+
+def scale_sentence(facts: Facts) -> str:
+    """The scale the answer holds at, and how far training was from levelling off."""
+    layers = "/".join(map(str, facts.layers))
+    context = "/".join(map(str, facts.context))
+    text = (
+        f"Scale: byte-level models of {layers} layers and {context}-byte contexts, "
+        f"{_range(*facts.params)} parameters, {_range(facts.tokens[0] / 1e6, facts.tokens[1] / 1e6, '{:.2g}')}M "
+        f"tokens each, {_range(*facts.seeds)} paired seeds per arm"
+    )
+    if facts.last_fifth:
+        many = len(facts.last_fifth) > 1
+        each = [f"{100 * v:.1f}%" + (f" ({k})" if many else "") for k, v in facts.last_fifth.items()]
+        text += f"; the last fifth of training still improved validation loss by {' and '.join(each)}"
+    return text + "."
+
+
+def lm_sentences(ctx: ReportContext, claims: Sequence[ClaimResult]) -> list[str]:
+    """The answer where it lives, before its picture: one sentence per pairing, then the cost and the scale."""
+    points = gap_points(claims, ctx.frame)
+    made = [pairing_sentence(points, pairing) for pairing in PAIRINGS]
+    out = [s for s in made if s]
+    facts = answer_facts(ctx, points) if out else None
+    if facts is not None:
+        out += [s for s in (cost_sentence(facts), scale_sentence(facts)) if s]
+    return out

@@ -1,0 +1,185 @@
+"""The answer where it lives (``pelab.report.answer``): C6's language-model rows as the gap against width, the gap
+along training from each run's validation curve, and the sentences before the picture, checked against hand-made
+rows and curves whose numbers are computed here independently."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from pelab.report import answer
+from pelab.report.answer import (
+    along_training,
+    answer_facts,
+    cost_sentence,
+    gap_figure,
+    gap_points,
+    lm_sentences,
+    pairing_sentence,
+    percent,
+    scale_sentence,
+)
+from pelab.rules import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+
+
+def lm_row(family: str, d: int, scheme: str, lo: float, hi: float, verdict: str, task: str = "charlm") -> dict:
+    """A claims.json row of C6 between language models (A concatenates, B adds), on log-ratios of bits per byte."""
+    a = f"{task}-{family[:12]}-{d}-{scheme}-a"
+    b = f"{task}-{family[:12]}-{d}-{scheme}-b"
+    return {
+        "family": family, "where": {"task.name": task, "model.position.scheme": scheme, "model.d": d},
+        "a": "concat", "b": "add", "a_runs": [f"{a}{s}" for s in range(3)], "b_runs": [f"{b}{s}" for s in range(3)],
+        "metric": "bpb", "diff": (lo + hi) / 2, "lo": lo, "hi": hi, "level": 0.95, "seeds": 3, "verdict": verdict,
+    }  # fmt: skip
+
+
+def claims_of(rows: list[dict]) -> list[Any]:
+    return [SimpleNamespace(id="C6", rows=rows)]
+
+
+def frame_of(rows: list[dict]) -> pd.DataFrame:
+    ids = [(r, row["where"].get("model.d", 0)) for row in rows for r in (*row["a_runs"], *row["b_runs"])]
+    return pd.DataFrame({"run_id": [i for i, _ in ids], "model.d": [d for _, d in ids]})
+
+
+def test_percent_reads_a_log_ratio() -> None:
+    assert percent(math.log(1.05)) == pytest.approx(5.0)
+    assert percent(math.log(0.5)) == pytest.approx(-50.0)
+    assert percent(0.0) == 0.0 and math.isnan(percent(math.nan))
+
+
+def test_points_take_the_language_model_rows_and_the_other_direction() -> None:
+    rows = [
+        lm_row("concat_split vs add", 32, "learned", 0.01, 0.03, INCONCLUSIVE),
+        lm_row("concat_split vs add", 64, "learned", -0.005, 0.005, NOT_SUPPORTED),
+        lm_row("concat_wide vs add at its width", 32, "learned", -0.05, -0.03, SUPPORTED),
+        lm_row("concat_split vs add", 64, "learned", 0.1, 0.2, SUPPORTED, task="mlm"),
+        {**lm_row("concat_split vs add", 16, "learned", 0.1, 0.2, SUPPORTED), "where": {"task.name": "reverse"}},
+    ]
+    # the other direction of the first row: add better beyond its interval
+    rows.append({**rows[0], "family": "add vs concat_split", "a_runs": rows[0]["b_runs"],
+                 "b_runs": rows[0]["a_runs"], "verdict": SUPPORTED})  # fmt: skip
+    points = gap_points(claims_of(rows), frame_of(rows))
+    assert [(p.kind, p.pairing, p.d, p.reading) for p in points] == [
+        ("causal", "concat_split vs add", 32, "add better"),
+        ("causal", "concat_split vs add", 64, "equal within the margin"),
+        ("causal", "concat_wide vs add at its width", 32, "concat better"),
+        ("masked", "concat_split vs add", 64, "concat better"),
+    ]
+    assert all(p.decided for p in points)
+
+
+def test_the_sentence_counts_each_reading_with_its_least_established_size() -> None:
+    rows = [
+        lm_row("concat_split vs add", 32, "learned", math.log(1.02), math.log(1.06), INCONCLUSIVE),
+        lm_row("concat_split vs add", 64, "learned", math.log(1.01), math.log(1.03), INCONCLUSIVE),
+        lm_row("concat_split vs add", 32, "sinusoidal", math.log(0.99), math.log(1.01), NOT_SUPPORTED),
+        lm_row("concat_split vs add", 64, "sinusoidal", math.log(0.97), math.log(1.03), INCONCLUSIVE),
+    ]
+    for r in rows[:2]:
+        rows.append({**r, "family": "add vs concat_split", "a_runs": r["b_runs"], "b_runs": r["a_runs"],
+                     "verdict": SUPPORTED})  # fmt: skip
+    points = gap_points(claims_of(rows), frame_of(rows))
+    text = pairing_sentence(points, "concat_split vs add")
+    assert text == (
+        "Same width (concat_split against add): adding better in 2 of 4 (by at least 1.0% to 2.0%); equal within ±2% "
+        "in 1 of 4; undecided in 1 of 4 (within ±3.0%) (causal, d=32 and 64, learned and sinusoidal positions; "
+        "bits per byte)."
+    )
+    assert pairing_sentence(points, "concat_wide vs add at its width") is None
+
+
+def curve(step_losses: list[float], batch: int = 32, length: int = 64) -> list[dict[str, float]]:
+    return [{"step": 10 * (i + 1), "loss": 0.0, "acc": 0.0, "val_loss": v} for i, v in enumerate(step_losses)]
+
+
+def stored(run_id: str, seed: int, losses: list[float], d: int = 32, combine: str = "add", params: int = 1000,
+           flops: int = 2000, scheme: str = "learned") -> dict:  # fmt: skip
+    return {
+        "run_id": run_id, "status": "done", "curve": curve(losses), "params": params, "flops_per_token": flops,
+        "config": {"seed": seed, "task": {"name": "charlm", "length": 64},
+                   "train": {"batch_size": 32, "steps": 10 * len(losses)},
+                   "model": {"d": d, "combine": combine, "n_layers": 2, "position": {"scheme": scheme}}},
+    }  # fmt: skip
+
+
+def test_along_training_is_the_mean_log_ratio_with_its_t_band() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.uniform(1.5, 2.5, size=(4, 6))
+    b = rng.uniform(1.5, 2.5, size=(4, 6))
+    rows = [stored(f"a{s}", s, list(a[s])) for s in range(4)] + [stored(f"b{s}", s, list(b[s])) for s in range(4)]
+    point = answer.GapPoint("causal", "concat_split vs add", "learned", 32, 0, 0, 0, INCONCLUSIVE, False, 4, 0.95,
+                            [f"a{s}" for s in range(4)], [f"b{s}" for s in range(4)])  # fmt: skip
+    got = along_training(point, rows)
+    assert got is not None and got.seeds == 4
+    logs = np.log(a / b)
+    half = st.t.ppf(0.975, 3) * logs.std(axis=0, ddof=1) / 2
+    assert np.allclose(got.mean, logs.mean(axis=0)) and np.allclose(got.hi, logs.mean(axis=0) + half)
+    assert got.tokens == tuple(10.0 * (i + 1) * 32 * 64 for i in range(6))
+    # runs whose curves carry no validation loss (trained before curves had it): no band
+    for r in rows:
+        for p in r["curve"]:
+            p.pop("val_loss")
+    assert along_training(point, rows) is None
+
+
+def test_facts_and_the_sentences_before_the_picture_stay_short(tmp_path: Path) -> None:
+    fam = "concat_split vs add"
+    rows = [lm_row(fam, d, s, -0.004, 0.004, NOT_SUPPORTED) for d in (32, 64) for s in ("learned", "sinusoidal")]
+    rows += [lm_row("concat_wide vs add at its width", d, s, 0.01, 0.05, INCONCLUSIVE)
+             for d in (32, 64) for s in ("learned", "sinusoidal")]  # fmt: skip
+    runs = []
+    for r in rows:
+        d, wide, scheme = r["where"]["model.d"], "wide" in r["family"], r["where"]["model.position.scheme"]
+        for i, run_id in enumerate(r["a_runs"]):
+            runs.append(stored(run_id, i, [3.0, 2.5, 2.4, 2.35, 2.33, 2.32], d, "concat_wide" if wide else
+                               "concat_split", 1300 if wide else 990, 2600 if wide else 1980, scheme))  # fmt: skip
+        for i, run_id in enumerate(r["b_runs"]):  # add at concat_wide's width (d + d/4) for the wide rows
+            width, size = (d + d // 4, 1300) if wide else (d, 1000)
+            runs.append(stored(run_id, i, [3.0, 2.5, 2.4, 2.35, 2.33, 2.32], width, "add", size, 2 * size, scheme))
+    ctx = SimpleNamespace(rows=runs, frame=frame_of(rows), figures=tmp_path, display=True)
+    points = gap_points(claims_of(rows), ctx.frame)
+    facts = answer_facts(ctx, points)
+    assert facts is not None
+    assert facts.split_params == {32: 0.99, 64: 0.99}
+    # concat_wide against add at the same base width: the add arm at d (from the same-width rows)
+    assert facts.wide_cost == {32: (1.3, 1.3), 64: (1.3, 1.3)}
+    assert facts.last_fifth["causal"] == pytest.approx(1 - 2.32 / 2.33)
+    assert cost_sentence(facts) == (
+        "Cost (C5): concat_split keeps the width with 1.0% fewer parameters; concat_wide costs 30% more parameters and "
+        "30% more FLOPs per token."
+    )
+    assert scale_sentence(facts) == (
+        "Scale: byte-level models of 2 layers and 64-byte contexts, 990–1,300 parameters, 0.12M tokens each, 3 paired "
+        "seeds per arm; the last fifth of training still improved validation loss by 0.4%."
+    )
+    sentences = lm_sentences(ctx, claims_of(rows))
+    heading = "What this run says Why are positional encodings added to token embeddings rather than concatenated? "
+    words = len((heading + "In language models on natural text (C6): " + " ".join(sentences)).split())
+    assert len(sentences) == 4 and words <= 150, words  # the first screen up to its figure: at most 150 words
+    figure = gap_figure(ctx, claims_of(rows))
+    assert figure is not None and figure.path.exists()
+
+
+def test_the_sentences_and_overview_beside_the_answer_leave_its_rows_to_it() -> None:
+    """C6's language-model rows are the answer's (its sentences and picture); the sentences and the forest beside it
+    read C6's other rows, and say nothing of C6 where it has no other."""
+    from pelab.report.first_screen import answer_sentences, overview_rows
+
+    lm = [lm_row("concat_split vs add", 32, "learned", -0.01, 0.01, NOT_SUPPORTED)]
+    synthetic = {**lm_row("concat_split vs add", 16, "learned", 0.01, 0.03, SUPPORTED),
+                 "where": {"task.name": "sort", "model.d": 16, "model.position.scheme": "learned"}, "metric": "acc",
+                 "resolution": {"lo": 0.01, "hi": 0.03, "within": 0.03}}  # fmt: skip
+    only_lm = [SimpleNamespace(id="C6", rows=lm, verdict=NOT_SUPPORTED, halves={})]
+    assert answer_sentences(only_lm) == [] and overview_rows(only_lm) == []
+    both = [SimpleNamespace(id="C6", rows=[*lm, synthetic], verdict=SUPPORTED, halves={})]
+    said = answer_sentences(both)
+    assert said[0]["text"].startswith("At the same width, concatenating beat adding on 1 of 1 comparisons")
+    assert [r for *_, r in overview_rows(both)] == [synthetic]

@@ -1,0 +1,481 @@
+"""A study folder from someone else is untrusted input (issue 40): a link, a FIFO or a folder where pelab keeps a
+file, an escape code in a name, a path that is not UTF-8. Every refusal is one line on stderr and exit 2, with no
+traceback and no raw control character; a victim file planted outside the folder is byte for byte the same after,
+and no file appears outside the folder. CI runs this as root, where a write through a link reaches any file.
+
+Nothing trains: the study backend is a stub (or the folder holds three stub-stored runs). Every case that plants a
+FIFO runs under a watchdog (SIGALRM), so a regression that opened one would fail, not hang; subprocesses have a
+timeout.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from test_hardening import TINY, Result, cli, one_line, stub_backend
+from test_stored_rows import stored, tamper
+
+from pelab.errors import PelabError, visible
+from pelab.study.store import DB_NAME
+
+#: What must never reach a terminal raw: C0 controls but newline and tab, DEL, C1 controls.
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+VICTIM = b"victim: pelab must not touch this\n"
+#: What the stub backend stores for each run (``test_stored_rows.stored``): enough for `pelab results`.
+METRICS = {"acc": 0.5, "loss": 1.0}
+
+
+@pytest.fixture
+def study_dir(tmp_path: Path) -> Path:
+    """A study folder of three finished runs, stored by the stub backend (``test_stored_rows``)."""
+    from pelab.study.driver import run_study
+    from pelab.study.grid import parse_study
+
+    with stored(METRICS):
+        run_study(parse_study(TINY), tmp_path / "o", quiet=True)
+    return tmp_path / "o"
+
+
+def outside_of(tmp_path: Path) -> Path:
+    """A folder beside the study, with a victim file and a victim database (a copy of a pelab one)."""
+    out = tmp_path / "outside"
+    out.mkdir(exist_ok=True)
+    (out / "victim.txt").write_bytes(VICTIM)
+    return out
+
+
+def snapshot(tmp_path: Path, study: Path) -> dict[str, bytes | str | None]:
+    """Every path under ``tmp_path`` but the study folder: a file's bytes, a link's target, None for a folder."""
+    seen: dict[str, bytes | str | None] = {}
+    for root, dirs, files in os.walk(tmp_path):
+        if Path(root) == study or study in Path(root).parents:
+            continue
+        for name in dirs + files:
+            p = Path(root, name)
+            if p == study:
+                continue
+            if p.is_symlink():
+                seen[str(p)] = os.readlink(p)
+            elif p.is_file():
+                seen[str(p)] = p.read_bytes()
+            else:
+                seen[str(p)] = None
+    return seen
+
+
+def refused(r: Result, *mentions: str) -> str:
+    """One line, exit 2, no traceback (``one_line``), and no raw control character anywhere in the output."""
+    line = one_line(r, *mentions)
+    assert not RAW_CONTROL.search(r.err + r.out), (r.err, r.out[-500:])
+    return line
+
+
+@contextmanager
+def watchdog(seconds: int = 60) -> Iterator[None]:
+    """In-process pelab on a FIFO: should it ever block opening one, SIGALRM ends the wait (the open fails with
+    TimeoutError, so the test fails on its message) instead of hanging the suite."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(errno.ETIMEDOUT, "blocked on a FIFO: pelab must never open one")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_pelab(*args: str | bytes, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
+    p = subprocess.run(
+        [sys.executable, "-m", "pelab", *args], capture_output=True, timeout=timeout, env=env or dict(os.environ)
+    )
+    return Result(p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace"))
+
+
+# --- links where pelab keeps a file: refused, never followed ----------------------------------------------------
+def _plant_link(out: Path, outside: Path, where: str, dangling: bool) -> Path:
+    """A link at ``out/where`` to the victim (or, ``dangling``, to a name outside that does not exist yet)."""
+    path = out / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.lexists(path):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    if where == DB_NAME and not dangling:  # the victim is a database pelab could write: a copy of its own
+        shutil.copy(out.parent / "db-copy", outside / "victim.sqlite")
+        path.symlink_to(outside / "victim.sqlite")
+    elif where in ("checkpoints", "analyses", "figures", "analyses/spectrum-x"):
+        (outside / "dir").mkdir(exist_ok=True)
+        path.symlink_to(outside / ("nowhere" if dangling else "dir"))
+    else:
+        path.symlink_to(outside / ("nowhere" if dangling else "victim.txt"))
+    return path
+
+
+LINKED = [
+    "study.lock",
+    DB_NAME,
+    f"{DB_NAME}-wal",
+    f"{DB_NAME}-shm",
+    f"{DB_NAME}-journal",
+    "checkpoints",
+    "checkpoints/0123456789abcdef.safetensors",
+    "analyses",
+    "analyses/spectrum-x",
+    "analyses/spectrum-x/spectrum.json",
+    "figures",
+    "figures/curves-reverse.png",
+    "report.html",
+    "report.md",
+    "claims.json",
+    "sequential.json",
+]
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["to-a-victim", "dangling"])
+@pytest.mark.parametrize("where", LINKED)
+@pytest.mark.parametrize("command", ["study", "report", "results"])
+def test_a_link_in_the_folder_is_refused_and_nothing_outside_changes(
+    study_dir: Path,
+    tmp_path: Path,
+    capsys,
+    monkeypatch,
+    command: str,
+    where: str,
+    dangling: bool,
+) -> None:
+    shutil.copy(study_dir / DB_NAME, tmp_path / "db-copy")
+    outside = outside_of(tmp_path)
+    (tmp_path / "s.toml").write_text(TINY)
+    _plant_link(study_dir, outside, where, dangling)
+    before = snapshot(tmp_path, study_dir)
+    args = {"study": ("study", str(tmp_path / "s.toml"), "--out", str(study_dir), "--no-report")}
+    with stored(METRICS):
+        r = cli(capsys, monkeypatch, *args.get(command, (command, str(study_dir))))
+    line = refused(r, str(study_dir / where), "symbolic link", "remove the link")
+    assert "through a link" in line
+    assert snapshot(tmp_path, study_dir) == before  # the victim byte for byte, and no new file outside
+
+
+def test_a_link_anywhere_in_the_folder_is_refused_by_analyze(
+    study_dir: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    outside = outside_of(tmp_path)
+    (study_dir / "checkpoints").mkdir()
+    (study_dir / "checkpoints" / "abc.safetensors").symlink_to(outside / "victim.txt")
+    before = snapshot(tmp_path, study_dir)
+    r = cli(
+        capsys, monkeypatch, "analyze", "spectrum", "--run", "abc", "--db", str(study_dir), "--out", str(tmp_path / "a")
+    )
+    refused(r, "abc.safetensors", "symbolic link")
+    assert snapshot(tmp_path, study_dir) == before
+
+
+def test_a_link_pelab_does_not_keep_is_left_alone(study_dir: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    """A link of the user's own beside pelab's files (notes -> elsewhere) is none of pelab's business."""
+    outside = outside_of(tmp_path)
+    (study_dir / "notes").symlink_to(outside / "victim.txt")
+    r = cli(capsys, monkeypatch, "results", str(study_dir))
+    assert r.rc == 0, r.err
+    assert (outside / "victim.txt").read_bytes() == VICTIM
+
+
+def test_the_lock_is_opened_without_following_a_link_planted_after_the_check(tmp_path: Path) -> None:
+    """Race-aware: the lock's opener refuses a link on its own, not only the folder check before it."""
+    from pelab.study.store import StudyLock
+
+    outside = outside_of(tmp_path)
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "study.lock").symlink_to(outside / "victim.txt")
+    with pytest.raises(PelabError, match="study.lock: is a symbolic link, not a lock file"):
+        StudyLock(out).__enter__()
+    assert (outside / "victim.txt").read_bytes() == VICTIM
+
+
+def test_the_database_is_checked_again_after_sqlite_opens_it(tmp_path: Path, monkeypatch) -> None:
+    """Race-aware: a -wal link that appears while SQLite connects is refused before the connection is used."""
+    import sqlite3
+
+    from pelab.study.store import Store
+
+    outside = outside_of(tmp_path)
+    out = tmp_path / "o"
+    Store(out).close()
+    real = sqlite3.connect
+
+    def connect_then_plant(*args, **kwargs):
+        conn = real(*args, **kwargs)
+        (out / f"{DB_NAME}-wal").symlink_to(outside / "victim.txt")
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect_then_plant)
+    with pytest.raises(PelabError, match="-wal: is a symbolic link"):
+        Store(out)
+    assert (outside / "victim.txt").read_bytes() == VICTIM
+
+
+# --- FIFOs, folders and devices where a file belongs: named as what they are -------------------------------------
+@pytest.mark.parametrize(
+    "where, command, words",
+    [
+        ("study.lock", "study", "study.lock: is a FIFO (named pipe), not a lock file; remove it"),
+        (DB_NAME, "results", f"{DB_NAME}: is a FIFO (named pipe), not a results database; move it away"),
+        (DB_NAME, "study", f"{DB_NAME}: is a FIFO (named pipe), not a results database; move it away"),
+        ("checkpoints/0123456789abcdef.safetensors", "report", "is a FIFO (named pipe), not a file pelab wrote"),
+        ("analyses/spectrum.json", "report", "is a FIFO (named pipe), not a file pelab wrote"),
+        ("report.html", "report", "report.html: is a FIFO (named pipe), not a report page"),
+    ],
+)
+def test_a_fifo_in_the_folder_is_named_and_never_blocks(
+    study_dir: Path, tmp_path: Path, capsys, monkeypatch, where: str, command: str, words: str
+) -> None:
+    path = study_dir / where
+    path.parent.mkdir(exist_ok=True)
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    (tmp_path / "s.toml").write_text(TINY)
+    args = {"study": ("study", str(tmp_path / "s.toml"), "--out", str(study_dir), "--no-report")}
+    with watchdog():
+        r = cli(capsys, monkeypatch, *args.get(command, (command, str(study_dir))))
+    refused(r, words)
+    assert "not seekable" not in r.err and "disk I/O" not in r.err
+
+
+@pytest.mark.parametrize("command", ["results", "report", "study"])
+def test_a_folder_in_place_of_the_database_is_named(
+    study_dir: Path, tmp_path: Path, capsys, monkeypatch, command
+) -> None:
+    (study_dir / DB_NAME).unlink()
+    (study_dir / DB_NAME).mkdir()
+    (tmp_path / "s.toml").write_text(TINY)
+    args = {"study": ("study", str(tmp_path / "s.toml"), "--out", str(study_dir), "--no-report")}
+    line = refused(
+        cli(capsys, monkeypatch, *args.get(command, (command, str(study_dir)))),
+        "is a folder, not a results database",
+    )
+    assert "writable" not in line
+
+
+def test_a_study_file_that_is_a_fifo_or_a_device_is_named(tmp_path: Path, capsys, monkeypatch) -> None:
+    fifo, zero = tmp_path / "fifo.toml", tmp_path / "zero.toml"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    for path, kind in ((fifo, "a FIFO (named pipe)"), (zero, "a device")):
+        with watchdog():
+            r = cli(capsys, monkeypatch, "study", str(path), "--out", str(tmp_path / "o"))
+        line = refused(r, f"{kind}, not a study file")
+        assert "no such file" not in line
+    assert not (tmp_path / "o").exists()
+
+
+# --- escape codes: shown, never acted on ---------------------------------------------------------------------------
+ESCAPES = "a\x1b[31mRED\x1b[0m\x1b]0;TITLE\x07b\x9bc"
+
+
+def test_visible_shows_controls_and_keeps_letters() -> None:
+    assert visible("a\x1b[31mb") == "a\\x1b[31mb"
+    assert visible("é位\u202eé") == "é位\\u202eé"
+    assert visible(os.fsdecode(b"x\xff")) == "x\\xff"  # a byte that is not UTF-8, as the path holds it
+    assert visible("a\nb\tc") == "a\\nb\\tc" and visible("a\nb\tc\x07", lines=True) == "a\nb\tc\\x07"
+
+
+@pytest.mark.parametrize(
+    "study_text",
+    [
+        f"name = {ESCAPES!r}\n".replace("'", '"').replace("\\x", "\\u00") + TINY,
+        '[[grid]]\nname = "g\\u001b]0;TITLE\\u0007"\n[grid.axes]\n"model.d" = [16]\n' + TINY,
+    ],
+    ids=["study-name", "grid-name"],
+)
+def test_escape_codes_in_names_reach_no_terminal(tmp_path: Path, capsys, monkeypatch, study_text: str) -> None:
+    (tmp_path / "s.toml").write_text(study_text)
+    with stored(METRICS):
+        r = cli(capsys, monkeypatch, "study", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o"), "--no-report")
+    assert r.rc == 0, r.err
+    assert not RAW_CONTROL.search(r.out + r.err), r.out
+    r = cli(capsys, monkeypatch, "results", str(tmp_path / "o"))
+    assert r.rc == 0 and not RAW_CONTROL.search(r.out + r.err), r.out
+
+
+def test_escape_codes_in_the_out_path_and_in_an_error_are_shown(tmp_path: Path, capsys, monkeypatch) -> None:
+    (tmp_path / "s.toml").write_text(TINY)
+    out = tmp_path / "o\x1b[2J\x1b]0;owned\x07"
+    with stored(METRICS):
+        r = cli(capsys, monkeypatch, "study", str(tmp_path / "s.toml"), "--out", str(out), "--no-report")
+    assert r.rc == 0 and not RAW_CONTROL.search(r.out + r.err), r.out
+    assert "\\x1b[2J" in r.out
+    (out / "study.lock").unlink()
+    (out / "study.lock").symlink_to(outside_of(tmp_path) / "victim.txt")
+    line = refused(cli(capsys, monkeypatch, "report", str(out)), "study.lock: is a symbolic link")
+    assert "o\\x1b[2J\\x1b]0;owned\\x07" in line
+
+
+def test_a_stored_failure_reason_with_escape_codes_prints_as_text(tmp_path: Path, capsys, monkeypatch) -> None:
+    (tmp_path / "s.toml").write_text(TINY)
+    with stub_backend(["failed"], reason="RuntimeError: \x1b]0;owned\x07planted"):
+        r = cli(capsys, monkeypatch, "study", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o"), "--no-report")
+    assert r.rc == 1 and not RAW_CONTROL.search(r.out + r.err), r.err
+    assert "\\x1b]0;owned\\x07planted" in r.err
+
+
+# --- paths that are not UTF-8: they work, shown with the byte as \xff -------------------------------------------
+RUNNER = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_stored_rows import stored
+from pelab.cli import main
+sys.argv = ["pelab", *sys.argv[1:]]
+with stored({{"acc": 0.5, "loss": 1.0}}):
+    main()
+"""
+
+
+@pytest.mark.parametrize("lang", ["C", "C.UTF-8"])
+def test_paths_that_are_not_utf8_work(tmp_path: Path, lang: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LC_") and k not in ("LANG", "PYTHONUTF8")}
+    env.update(LANG=lang, LC_ALL=lang)
+    base = os.fsencode(tmp_path)
+    study, out = base + b"/s\xff.toml", base + b"/o\xff"
+    Path(os.fsdecode(study)).write_text(TINY)
+    runner = [sys.executable, "-c", RUNNER.format(tests=str(Path(__file__).parent))]
+    p = subprocess.run(
+        [*runner, "study", study, "--out", out, "--no-report"], capture_output=True, env=env, timeout=120
+    )
+    err, text = p.stderr.decode(errors="replace"), p.stdout.decode(errors="replace")
+    assert p.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert "study s\\xff: 3 runs" in text and "o\\xff" in text and not RAW_CONTROL.search(text + err)  # from the stem
+    assert os.path.isfile(os.fsdecode(out + b"/" + DB_NAME.encode()))
+    r = run_pelab("results", out, env=env)
+    assert r.rc == 0 and "Traceback" not in r.err and "0.500" in r.out, r.err[-3000:]
+
+
+# --- messages that name the real cause and the user's own path -----------------------------------------------------
+def test_dot_dot_through_a_missing_folder_leaves_no_stray_folder(tmp_path: Path, capsys, monkeypatch) -> None:
+    (tmp_path / "s.toml").write_text(TINY)
+    out = tmp_path / "a" / "nosuch" / ".." / "dd"
+    (tmp_path / "a").mkdir()
+    with stored(METRICS):
+        r = cli(capsys, monkeypatch, "study", str(tmp_path / "s.toml"), "--out", str(out), "--no-report")
+    refused(r, str(out), "nosuch does not exist")
+    assert list((tmp_path / "a").iterdir()) == []
+    with stored(METRICS):  # through a folder that is there, '..' means what the OS makes of it
+        (tmp_path / "a" / "b").mkdir()
+        r = cli(
+            capsys, monkeypatch, "study", str(tmp_path / "s.toml"), "--out", str(tmp_path / "a/b/../dd"), "--no-report"
+        )
+    assert r.rc == 0 and (tmp_path / "a" / "dd" / DB_NAME).is_file()
+
+
+def test_a_read_only_csv_names_the_users_path(study_dir: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    def read_only(*args, dir=None, prefix="", suffix="", **kwargs):  # noqa: A002
+        raise OSError(errno.EROFS, "Read-only file system", os.path.join(dir, f"{prefix}vsg25t14{suffix}"))
+
+    monkeypatch.setattr("pelab.files.tempfile.mkstemp", read_only)
+    csv = tmp_path / "a.csv"
+    line = refused(
+        cli(capsys, monkeypatch, "results", str(study_dir), "--csv", str(csv)), f"{csv}: Read-only file system"
+    )
+    assert ".tmp" not in line
+
+
+def test_the_left_out_warning_is_printed_once(study_dir: Path, capsys, monkeypatch) -> None:
+    """`pelab report` read the rows twice, each time saying what it left out; the report's own reading says it."""
+    import pelab.report.build
+    from pelab.study.store import Store
+
+    tamper(study_dir, "status", "weird")
+
+    def build(out: Path, on_progress=None):
+        with Store(out, create=False) as store:
+            store.rows()  # as the real build does, once
+        return out / "report.html", out / "report.md", []
+
+    monkeypatch.setattr(pelab.report.build, "build_report", build)
+    r = cli(capsys, monkeypatch, "report", str(study_dir))
+    assert r.rc == 0, r.err
+    assert r.err.count("stored run(s) left out") == 1, r.err
+
+
+def test_a_sparse_or_huge_checkpoint_says_so(tmp_path: Path, monkeypatch) -> None:
+    from pelab.checkpoint import load, save
+    from pelab.config import ModelConfig
+    from pelab.model import Transformer
+    from pelab.study.folder import StudyFolder
+
+    study = StudyFolder(tmp_path)
+    study.checkpoints.mkdir()
+    path = study.checkpoint("r1")
+    save(Transformer(ModelConfig(d=16)), path)
+    assert study.has_checkpoint("r1") and load(path) is not None
+
+    def no_memory(data: bytes) -> dict:
+        raise MemoryError
+
+    monkeypatch.setattr("safetensors.torch.load", no_memory)
+    with pytest.raises(PelabError, match=f"checkpoint: {re.escape(str(path))} .* does not fit in memory"):
+        load(path)
+    monkeypatch.undo()
+    os.truncate(path, 10 * 2**30)  # sparse: 10 GB on paper, nothing on disk
+    with pytest.raises(PelabError, match=f"checkpoint: {re.escape(str(path))} .*bytes follow its last tensor"):
+        load(path)
+    assert not study.has_checkpoint("r1")  # damaged: the report counts it missing, a study trains it again
+
+
+# --- an absurd estimate asks, or is refused ------------------------------------------------------------------------
+@pytest.mark.parametrize("line", ["steps = 1000000000", "eval_batches = 1000000000"])
+def test_an_absurd_estimate_is_refused_off_a_terminal(tmp_path: Path, capsys, monkeypatch, line: str) -> None:
+    from test_hardening import tiny
+
+    (tmp_path / "s.toml").write_text(tiny("train", line))
+    args = ("study", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o"), "--no-report", "--workers", "2")
+    refused(cli(capsys, monkeypatch, *args), "study: estimated", "past the 100 h", "--allow-long")
+    assert not (tmp_path / "o").exists()
+    monkeypatch.setattr("pelab.cli.study._on_terminal", lambda: True)
+    monkeypatch.setattr("typer.confirm", lambda *a, **k: False)
+    refused(cli(capsys, monkeypatch, *args), "--allow-long")  # asked, and the answer was no
+    monkeypatch.setattr("typer.confirm", lambda *a, **k: True)
+    with stored(METRICS):
+        assert cli(capsys, monkeypatch, *args).rc == 0  # asked, and yes
+    monkeypatch.setattr("pelab.cli.study._on_terminal", lambda: False)
+    with stored(METRICS):
+        assert cli(capsys, monkeypatch, *args, "--allow-long").rc == 0
+
+
+@pytest.mark.parametrize("preset", ["quick", "full", "gpu"])
+def test_every_preset_is_within_the_bound_even_on_one_worker(preset: str) -> None:
+    from pelab.cli.app import preset_path
+    from pelab.study.driver import too_long
+    from pelab.study.grid import load_study
+
+    assert too_long(load_study(preset_path(preset)).runs, 1) is None
+
+
+# --- Ctrl-C before the command's own handler -----------------------------------------------------------------------
+def test_the_command_guards_ctrl_c_from_its_first_import_and_a_library_user_keeps_theirs() -> None:
+    """``python -m pelab`` imports the package while argv[0] is "-m": from then on a Ctrl-C is the one line and
+    exit 130 (tested without timing: the process sends itself SIGINT right after ``import pelab``)."""
+    from pelab import INTERRUPTED
+
+    guarded = (
+        "import sys; sys.argv[0] = '-m'; import os, signal, pelab, time; os.kill(os.getpid(), signal.SIGINT); "
+        "time.sleep(30)"
+    )
+    p = subprocess.run([sys.executable, "-c", guarded], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 130 and p.stderr.strip() == INTERRUPTED, p.stderr
+    plain = "import signal, pelab; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    p = subprocess.run([sys.executable, "-c", plain], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "True", p.stderr

@@ -49,6 +49,9 @@ class Combiner(nn.Module):
     concatenates: ClassVar[bool] = False
     #: Whether the position table is used at all.
     uses_position: ClassVar[bool] = True
+    #: Whether it serves positions past the model's ``max_len``; one that cannot (its own per-position
+    #: parameters) says False and refuses them with a PelabError from ``check_length`` (``pelab check``).
+    extrapolates: ClassVar[bool] = True
 
     def __init__(self, widths: Widths, **_: object) -> None:
         """``widths`` from ``compute_widths``; options (``max_len``, ``rank``) are read by those that use them."""
@@ -225,6 +228,7 @@ class Matrix(Combiner):
     name = "matrix"
     description = "(I + U_pos V_posᵀ) x: a learned rank-r map per position (r = d: full matrix), width d"
     uses_position = False  # no scheme table: the per-position maps are the position signal
+    extrapolates = False  # one map per position, up to max_len
 
     def __init__(self, widths: Widths, *, max_len: int = 1, rank: int | None = None, **_: object) -> None:
         super().__init__(widths)

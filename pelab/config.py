@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import (
+    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
@@ -18,6 +19,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from pelab.combine import COMBINERS, Widths, combiner_class
 from pelab.frozen import (
@@ -32,18 +34,29 @@ from pelab.frozen import (
     validation_message,
 )
 from pelab.positions import SCHEMES, SchemeContext, scheme_class
-from pelab.tasks import TaskConfig, make_task
+from pelab.registry import Origin
+from pelab.tasks import TASKS, TaskConfig, make_task
 from pelab.weights import minilm
 
 #: Defined below this module (pelab.frozen, pelab.tasks) and re-exported: a run's config is read from here.
 __all__ = [
     "MAX_COUNT", "MAX_LENGTH", "MAX_LR", "MAX_MULTIPLIER", "MAX_SEED", "MAX_TABLE_CELLS", "TASK_DECIDES", "Frozen",
-    "ModelConfig", "PositionConfig", "RunConfig", "TaskConfig", "TrainConfig", "build", "validation_message",
+    "ModelConfig", "PositionConfig", "RunConfig", "TaskConfig", "TrainConfig", "build", "loaded_plugins",
+    "option_conflict", "plugins_used", "position_option_names", "validation_message",
 ]  # fmt: skip
 
 
 class _PositionBase(Frozen):
-    """A position scheme and its options; the options' fields come from the schemes (``PositionConfig``)."""
+    """A position scheme and its options; the options' fields come from the schemes (``PositionConfig``).
+
+    pelab's own schemes' options are its fields, assembled at import. A scheme a plugin registers later
+    (``pelab.plugins``) declares its options the same way, in its ``Options``; they cannot become fields of a
+    class already built and imported everywhere, so they are accepted as extra values, only for the scheme that
+    declares them, validated and normalised by its own ``Options`` (with its defaults written out, so the
+    canonical JSON, and the run id, say exactly what the scheme was built with).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow", allow_inf_nan=False)
 
     scheme: str = Field("sinusoidal", description="registered scheme name (see `pelab list`)")
 
@@ -66,17 +79,28 @@ class _PositionBase(Frozen):
             return data  # the scheme's own validator names the field
         own = scheme_class(name).Options
         for key, value in data.items():
-            if key == "scheme" or key in own.model_fields or value is None:
+            if key == "scheme" or key in own.model_fields:
+                continue
+            if key not in cls.model_fields:  # not pelab's option, nor one the chosen (plugin) scheme declares
+                allowed = ", ".join(sorted(set(cls.model_fields) - {"scheme"} | set(own.model_fields)))
+                raise PydanticCustomError(
+                    "extra_forbidden", f"position.{key}: not an option of scheme={name}; allowed: {allowed}"
+                )
+            if value is None:
                 continue
             if key in OPTION_OWNERS and cls.model_fields[key].default is None:
                 owners = ", ".join(OPTION_OWNERS[key])
                 raise ValueError(f"position.{key}: only {owners} reads it (scheme={name}); leave it out")
         given = {k: data[k] for k in own.model_fields if k in data}
+        extra = [k for k in own.model_fields if k not in cls.model_fields]  # a plugin scheme's own options
         try:
-            normalised = own.model_validate(given).model_dump()
-        except ValidationError:
-            return data  # PositionConfig's own fields (the same declarations) name the field and the bound
-        return {**data, **{k: normalised[k] for k in given}}
+            validated = own.model_validate(given)
+        except ValidationError as e:
+            if not extra:
+                return data  # PositionConfig's own fields (the same declarations) name the field and the bound
+            raise ValueError(f"position.{validation_message(e)}") from None
+        normalised, as_json = validated.model_dump(), validated.model_dump(mode="json")
+        return {**data, **{k: normalised[k] for k in given if k not in extra}, **{k: as_json[k] for k in extra}}
 
     @model_serializer(mode="wrap")
     def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
@@ -87,6 +111,36 @@ class _PositionBase(Frozen):
     def options(self) -> dict[str, object]:
         """The chosen scheme's own options, what it is built with."""
         return {k: getattr(self, k) for k in scheme_class(self.scheme).Options.model_fields}
+
+    def with_scheme(self, scheme: str) -> _PositionBase:
+        """The same settings for another scheme: pelab's own options kept, a plugin scheme's own left behind (they
+        mean nothing to another scheme, and would be refused)."""
+        if scheme == self.scheme:
+            return self
+        kept = {k: v for k, v in self.model_dump().items() if k in type(self).model_fields}
+        return type(self).model_validate({**kept, "scheme": scheme})
+
+
+def option_conflict(cls: type) -> str | None:
+    """Why a scheme registered after import (a plugin's) cannot serve: an option it declares under the name of one
+    of pelab's, declared otherwise (another type, default or bound); None when it can. An option is one setting
+    with one meaning, as ``_option_fields`` holds pelab's own schemes to."""
+    for key, info in cls.Options.model_fields.items():
+        if key == "scheme":
+            return "declares an option named 'scheme', which names the scheme itself"
+        if key in PositionConfig.model_fields and repr(PositionConfig.model_fields[key]) != repr(info):
+            owner = ", ".join(OPTION_OWNERS.get(key, ["pelab"]))
+            return f"position option {key!r} is declared differently by {owner}; rename it or declare it the same"
+    return None
+
+
+def position_option_names() -> list[str]:
+    """Every option a study may set under ``model.position``: pelab's own, then those of schemes registered since
+    (plugins), in registration order."""
+    names = [k for k in PositionConfig.model_fields if k != "scheme"]
+    for cls in SCHEMES.values():
+        names += [k for k in cls.Options.model_fields if k not in names]
+    return names
 
 
 def _option_fields() -> tuple[dict[str, tuple[object, object]], dict[str, list[str]]]:
@@ -280,6 +334,42 @@ TASK_DECIDES = (
 )  # fmt: skip
 
 
+def _named(data: dict) -> list[tuple[str, object]]:
+    """The (registry field, name) of the scheme, combiner and task a raw run config names, defaults filled in."""
+    model, task = data.get("model", {}), data.get("task", {})
+    scheme: object = PositionConfig.model_fields["scheme"].default
+    combine: object = ModelConfig.model_fields["combine"].default
+    if isinstance(model, ModelConfig):
+        scheme, combine = model.position.scheme, model.combine
+    elif isinstance(model, dict):
+        position = model.get("position", {})
+        if isinstance(position, _PositionBase):
+            scheme = position.scheme
+        elif isinstance(position, dict):
+            scheme = position.get("scheme", scheme)
+        combine = model.get("combine", combine)
+    name = task.name if isinstance(task, TaskConfig) else task.get("name") if isinstance(task, dict) else None
+    return [("position", scheme), ("combine", combine), ("task", name or TaskConfig.model_fields["name"].default)]
+
+
+_REGISTRIES = {"position": SCHEMES, "combine": COMBINERS, "task": TASKS}
+
+
+def loaded_plugins() -> dict[str, str]:
+    """Every plugin whose classes are registered in this process: module name -> sha256 of its code."""
+    return {o.plugin: o.sha256 for reg in _REGISTRIES.values() for o in reg.origins.values()}
+
+
+def plugins_used(data: dict) -> dict[str, str]:
+    """The plugins whose classes a raw run config names (module name -> sha256); empty for pelab's own."""
+    used: dict[str, str] = {}
+    for field, name in _named(data):
+        origin: Origin | None = _REGISTRIES[field].origins.get(name) if isinstance(name, str) else None
+        if origin is not None:
+            used[origin.plugin] = origin.sha256
+    return used
+
+
 class RunConfig(Frozen):
     """Everything that determines one run; its hash is the run's id."""
 
@@ -287,13 +377,28 @@ class RunConfig(Frozen):
     model: ModelConfig = Field(default_factory=ModelConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     seed: int = Field(0, ge=0, le=MAX_SEED, description="seeds model initialisation and data order")
+    plugins: dict[str, str] | None = Field(
+        None,
+        description="set by pelab, not by hand: the plugins whose classes this run uses, module name -> sha256 of "
+        "its code (left out when none, so runs of pelab's own classes keep their ids)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_plugins(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Left out when the run uses pelab's own classes alone: every run id from before plugins stays as it was.
+        data = handler(self)
+        if data.get("plugins") is None:
+            data.pop("plugins", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod
     def _task_decides(cls, data: object) -> object:
-        """The task, not the user, fixes the model's inputs and outputs (and the table size it needs)."""
+        """The task, not the user, fixes the model's inputs and outputs (and the table size it needs); and pelab,
+        not the user, records which plugins' code the run's classes come from (``_plugins``)."""
         if not isinstance(data, dict):
             return data
+        data = cls._plugins(data)
         raw_task = data.get("task", {})
         try:
             task_cfg = raw_task if isinstance(raw_task, TaskConfig) else TaskConfig.model_validate(raw_task)
@@ -318,6 +423,33 @@ class RunConfig(Frozen):
                 raise ValueError(f"model.{key}: decided by the task {task_cfg.name!r} ({decided[key]}); leave it out")
         model.update(decided)
         return {**data, "task": task_cfg, "model": model}
+
+    @staticmethod
+    def _plugins(data: dict) -> dict:
+        """``plugins`` filled in from where the named classes come from. A config that already records plugins (a
+        stored run) must name the code loaded now, to the hash: a run made by other code is another run, never
+        read as this one."""
+        given = data.get("plugins") or None
+        if given is not None:
+            pairs = given.items() if isinstance(given, dict) else [(None, None)]
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs):
+                raise ValueError(f"plugins: must map plugin module names to sha256 hashes (got {given!r:.80})")
+            loaded = loaded_plugins()
+            for name, sha in given.items():
+                if name not in loaded:
+                    raise ValueError(
+                        f"plugins: this run uses plugin {name} (sha256 {sha[:12]}), which is not loaded; name its file "
+                        "with --plugin"
+                    )
+                if loaded[name] != sha:
+                    raise ValueError(
+                        f"plugins: this run was made by plugin {name} at sha256 {sha[:12]}, but the {name} loaded "
+                        f"now is {loaded[name][:12]}: changed code makes new runs"
+                    )
+        used = plugins_used(data)
+        if given is not None and given != used:
+            raise ValueError(f"plugins: records {sorted(given)} but its classes come from {sorted(used) or 'pelab'}")
+        return {**data, "plugins": used or None}
 
     @property
     def run_id(self) -> str:

@@ -40,7 +40,7 @@ def combiner_sizes(model: ModelConfig, seq_len: int, fallback: str = "sinusoidal
             scheme = own if tabled else fallback
         else:
             scheme = "none" if tabled else own  # an attention-level scheme goes with combine=none
-        position = model.position.model_copy(update={"scheme": scheme})
+        position = model.position.with_scheme(scheme)
         data = {**model.model_dump(), "combine": name, "position": position.model_dump()}
         if name != "matrix":
             data.pop("matrix_rank", None)  # only matrix has a rank; its row keeps ``model``'s (default d)

@@ -50,7 +50,7 @@ def scheme_table(
         grid=grid,
     )
     torch.manual_seed(seed)
-    model = Transformer(cfg).double()
+    model = Transformer(cfg).double().eval()  # eval: a stochastic table (randomized) shows its evaluation draw
     if not has_table:
         return None
     positions = torch.arange(length)

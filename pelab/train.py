@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import math
 import platform
 import time
@@ -49,6 +50,17 @@ def versions() -> dict[str, str]:
         "python": platform.python_version(),
         "machine": platform.machine(),
     }
+
+
+def plugin_versions(cfg: RunConfig) -> dict[str, str]:
+    """What identifies the plugin code a run's classes come from, for its record: ``versions["plugins"]``, a JSON
+    list of each plugin's name, file, sha256, version and what it registered (the sha256 is in the config too,
+    so in the run id); nothing for a run of pelab's own classes."""
+    if not cfg.plugins:
+        return {}
+    from pelab.plugins import records_for
+
+    return {"plugins": json.dumps(records_for(set(cfg.plugins), with_source=False), sort_keys=True)}
 
 
 @functools.cache
@@ -155,7 +167,8 @@ def train_group(
     order. Never raises for the runs' own failures: they become statuses, and a seed that diverges leaves the
     stack without touching its neighbours (each seed's numbers do not depend on which seeds share its stack)."""
     checkpoints = list(checkpoints) if checkpoints is not None else [None] * len(cfgs)
-    bases = [dict(run_id=c.run_id, versions={**versions(), "engine": ENGINE, "stack": str(len(cfgs))}) for c in cfgs]
+    bases = [dict(run_id=c.run_id, versions={**versions(), "engine": ENGINE, "stack": str(len(cfgs)),
+                                             **plugin_versions(c)}) for c in cfgs]  # fmt: skip
     try:
         check_group(cfgs)
         return _train(cfgs, device, threads, checkpoints, on_step, bases)

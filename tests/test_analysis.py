@@ -342,7 +342,8 @@ def test_the_collisions_measure_counts_as_the_probes_analysis_and_as_brute_force
 
 def test_only_none_is_permutation_equivariant() -> None:
     gaps = symmetry.scheme_gaps()
-    assert set(gaps) == {"sinusoidal", "learned", "none", "rotary", "alibi", "t5", "untied", "sincos2d"}
+    assert set(gaps) == {"sinusoidal", "learned", "none", "rotary", "alibi", "t5", "untied", "sincos2d", "randomized",
+                         "xpos", "kerple"}  # fmt: skip
     assert [n for n, r in gaps.items() if r["equivariant"]] == ["none"]
     assert gaps["none"]["max_abs_diff"] < 1e-12
     assert all(r["max_abs_diff"] > 1e-4 for n, r in gaps.items() if n != "none"), gaps

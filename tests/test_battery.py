@@ -24,8 +24,11 @@ from pelab.model import Transformer
 from pelab.positions import SCHEMES
 
 D, HEADS, LAYERS, VOCAB, OUT, T, B, MAX_LEN, PATCH = 16, 2, 2, 11, 7, 16, 3, 32, 12
-TABLE_SCHEMES = [("sinusoidal", "paper"), ("sinusoidal", "tensor2tensor"), ("learned", "paper"), ("sincos2d", "paper")]
-ATTENTION_SCHEMES = ["none", "rotary", "alibi", "t5", "untied"]
+TABLE_SCHEMES = [
+    ("sinusoidal", "paper"), ("sinusoidal", "tensor2tensor"), ("learned", "paper"), ("sincos2d", "paper"),
+    ("randomized", "paper"),
+]  # fmt: skip
+ATTENTION_SCHEMES = ["none", "rotary", "alibi", "t5", "untied", "xpos", "kerple"]
 INPUT_COMBINERS = ["add", "scaled_add", "concat_split", "concat_wide", "concat_project", "gated", "multiply"]
 
 
@@ -69,7 +72,7 @@ class Case:
         """Written out by hand: only concat_wide grows, by d_position (d/4) and d_segment (d/8)."""
         if self.combine != "concat_wide":
             return D
-        has_table = self.scheme in ("sinusoidal", "learned", "sincos2d")
+        has_table = self.scheme in ("sinusoidal", "learned", "sincos2d", "randomized")
         return D + (D // 4 if has_table else 0) + (D // 8 if self.n_segments else 0)
 
 
@@ -125,7 +128,9 @@ def test_battery_covers_every_registered_scheme_and_combiner() -> None:
     """A newly registered scheme or combiner must be added to the battery."""
     assert {c.scheme for c in CASES} == set(SCHEMES)
     assert {c.combine for c in CASES} == set(COMBINERS)
-    assert {c.combine for c in CASES if c.scheme in ("sinusoidal", "learned", "sincos2d")} == set(INPUT_COMBINERS)
+    assert {c.combine for c in CASES if c.scheme in ("sinusoidal", "learned", "sincos2d", "randomized")} == set(
+        INPUT_COMBINERS
+    )
 
 
 @battery
@@ -189,8 +194,8 @@ def test_causality(case: Case, kind: str) -> None:
         x2[:, j] = torch.randn(B, PATCH, generator=torch.Generator().manual_seed(5))
     else:
         x2[:, j] = (x2[:, j] + 1) % VOCAB
-    with torch.no_grad():
-        y, y2 = model(x, seg).logits, model(x2, seg).logits
+    with torch.no_grad():  # eval mode before each call: randomized positions are then the same draw for both
+        y, y2 = model.eval()(x, seg).logits, model.eval()(x2, seg).logits
     assert not torch.allclose(y[:, j], y2[:, j])  # the change is visible where it happens
     if kind == "decoder":
         assert torch.equal(y[:, :j], y2[:, :j])

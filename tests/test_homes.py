@@ -23,7 +23,7 @@ def test_position_config_is_assembled_from_the_schemes_declarations() -> None:
     for key, info in fields.items():  # same default, type and bounds as where the scheme declares it
         owner, own = declared[key]
         assert (info.default, info.annotation, info.metadata) == (own.default, own.annotation, own.metadata), key
-    assert OPTION_OWNERS["base"] == ["sinusoidal", "rotary"] and OPTION_OWNERS["t5_buckets"] == ["t5"]
+    assert OPTION_OWNERS["base"] == ["sinusoidal", "rotary", "xpos"] and OPTION_OWNERS["t5_buckets"] == ["t5"]
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMES))

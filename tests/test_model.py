@@ -12,7 +12,7 @@ from pelab.config import ModelConfig, PositionConfig, build
 from pelab.errors import PelabError
 from pelab.model import Transformer
 
-SCHEME_NAMES = "alibi, learned, none, rotary, sincos2d, sinusoidal, t5, untied"
+SCHEME_NAMES = "alibi, kerple, learned, none, randomized, rotary, sincos2d, sinusoidal, t5, untied, xpos"
 COMBINER_NAMES = "add, concat_project, concat_split, concat_wide, gated, matrix, multiply, none, scaled_add"
 
 

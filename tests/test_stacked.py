@@ -41,7 +41,16 @@ CASES = {
        for s in ("sinusoidal", "learned") for c in ("add", "scaled_add", "concat_split", "concat_wide",
                                                     "concat_project", "gated", "multiply")},
     **{f"{s}+none": (REVERSE, {"position": {"scheme": s}, "combine": "none"})
-       for s in ("none", "rotary", "alibi", "t5", "untied")},
+       for s in ("none", "rotary", "alibi", "t5", "untied", "xpos", "kerple")},
+    "randomized+add": (REVERSE, {"position": {"scheme": "randomized"}, "combine": "add"}),
+    "randomized learned+concat_split": (
+        REVERSE, {"position": {"scheme": "randomized", "randomized_base": "learned"}, "combine": "concat_split"}
+    ),
+    "decoder randomized": ({"name": "copy", "length": 4, "vocab": 8}, {"position": {"scheme": "randomized"}}),
+    "decoder kerple power": (
+        {"name": "dsort", "length": 4, "vocab": 8},
+        {"position": {"scheme": "kerple", "kerple_kernel": "power"}, "combine": "none"},
+    ),
     "matrix": (REVERSE, {"position": {"scheme": "none"}, "combine": "matrix", "matrix_rank": 2}),
     "decoder copy": ({"name": "copy", "length": 4, "vocab": 8}, {"position": {"scheme": "learned"}}),
     "decoder alibi": ({"name": "dsort", "length": 4, "vocab": 8}, {"position": {"scheme": "alibi"}, "combine": "none"}),

@@ -72,7 +72,7 @@ def test_grid_expands_pairs_seeds_and_dedupes(tmp_path: Path) -> None:
     ("text", "needle"),
     [
         ('[axes]\n"model.colour" = [1]', "unknown key 'model.colour'; allowed: task.name"),
-        ('[axes]\n"model.position.scheme" = ["sinusoidal", "wavy"]', "allowed: alibi, learned"),
+        ('[axes]\n"model.position.scheme" = ["sinusoidal", "wavy"]', "allowed: alibi, kerple, learned"),
         ("[model]\nd = 'wide'", "model.d"),
         ("[train]\nsteps = -5", "train.steps"),
         ("seeds = []", "seeds"),

@@ -61,6 +61,7 @@ from pelab.analysis.inputs import AnalysisInput, float64_copy, one_blas_thread, 
 from pelab.embedding import EmbeddingParts
 from pelab.errors import PelabError
 from pelab.model import Transformer
+from pelab.positions import with_tables
 
 SEQUENCES = 64
 TERM_LABELS = {
@@ -125,7 +126,7 @@ def input_parts(model: Transformer, parts: EmbeddingParts) -> dict[str, Tensor]:
         raise PelabError(
             f"attention: position={model.cfg.position.scheme} with combine={model.cfg.combine} puts no position "
             "vector into the layer-1 input, so there are no token-position terms to split; the four-terms "
-            "analysis needs an input table (sinusoidal, learned, sincos2d) with any combiner but none"
+            f"analysis needs an input table ({with_tables()}) with any combiner but none"
         )
     x = parts.token  # (B, T, d_token)
     p = parts.position.to(x.dtype).expand(x.shape[0], -1, -1)  # (B, T, d_position)

@@ -35,6 +35,7 @@ import torch
 
 from pelab.analysis.inputs import AnalysisInput, one_blas_thread, write_json
 from pelab.errors import PelabError
+from pelab.positions import with_tables
 
 SHIFTS = (1, 2, 4, 8)
 
@@ -91,7 +92,7 @@ def tables_to_test(inputs: AnalysisInput) -> dict[str, np.ndarray]:
     if table is None:
         raise PelabError(
             f"linearity: position={inputs.scheme} has no input table to test; schemes with one: "
-            "sinusoidal, learned, sincos2d (or give a table with --table)"
+            f"{with_tables()} (or give a table with --table)"
         )
     L, D = table.shape
     if inputs.model is not None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from pelab.analysis.inputs import AnalysisInput, one_blas_thread, write_json
 from pelab.errors import PelabError
+from pelab.positions import with_tables
 
 THRESHOLD = 0.1
 THRESHOLDS = (0.01, 0.1, 0.5, 1.0)
@@ -90,7 +91,7 @@ def run(inputs: AnalysisInput, out: Path) -> dict[str, Any]:
     if table is None:
         raise PelabError(
             f"spectrum: position={inputs.scheme} has no input table (it acts inside attention, or the combiner "
-            "drops it); schemes with one: sinusoidal, learned, sincos2d"
+            f"drops it); schemes with one: {with_tables()}"
         )
     result: dict[str, Any] = {
         "analysis": "spectrum",

@@ -14,7 +14,8 @@ held-out data.
 
 ``run`` returns (and writes to symmetry.json) these stable keys:
     source, tolerance, schemes {name: {combine, max_abs_diff, max_abs_output, equivariant}},
-    equivariant_schemes [names], trained {run_id, scheme, combine, kind, head,
+    equivariant_schemes [names], position_free_schemes [names: those that say they carry no position, which
+    should be exactly the equivariant ones], trained {run_id, scheme, combine, kind, head,
     max_abs_diff, max_abs_output, equivariant} or null, settings, definition, summary, files.
 """
 
@@ -122,6 +123,7 @@ def run(inputs: AnalysisInput, out: Path) -> dict[str, Any]:
         "tolerance": TOLERANCE,
         "schemes": schemes,
         "equivariant_schemes": equivariant,
+        "position_free_schemes": [n for n, c in SCHEMES.items() if c.position_free],  # the ones that should be
         "trained": trained,
         "settings": {"d": D, "length": LENGTH, "grid": list(GRID), "layers": 2, "heads": 4, "dtype": "float64"},
         "definition": (

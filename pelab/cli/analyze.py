@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pelab.cli.app import app, check_sizes, console, parse_grid
+from pelab.cli.app import PluginOption, TrustOption, app, check_sizes, console, folder_plugins, parse_grid
 from pelab.errors import PelabError, check_range, visible
 
 
@@ -25,6 +25,8 @@ def analyze(
     grid: Annotated[str | None, typer.Option(help="patch grid ROWSxCOLS for sincos2d")] = None,
     table: Annotated[Path | None, typer.Option(help="a table of your own: CSV (as show --csv writes) or .npy")] = None,
     seed: Annotated[int, typer.Option(help="seed of learned tables and random references (scheme alone)")] = 0,
+    plugin: PluginOption = None,
+    trust_plugins: TrustOption = False,
 ) -> None:
     """Look inside an encoding or a trained model: each analysis writes WHAT.json and PNG figures to OUT."""
     from pelab.analysis import AnalysisInput, analysis, load_trained, read_table, run_analyses
@@ -47,12 +49,16 @@ def analyze(
         from pelab.study.folder import StudyFolder
 
         StudyFolder(db).check()  # a link where pelab keeps a file (its database, a checkpoint): one line
+        folder_plugins(db, plugin, trust_plugins)  # the study's plugins, confirmed, before its runs are read
         inputs = AnalysisInput.for_model(*load_trained(db, run_id))
     elif table is not None:
         if position is not None:
             raise PelabError("table: give either --table or --position, not both")
         inputs = AnalysisInput.for_table(read_table(table), table.name)
     else:
+        from pelab.plugins import load_named
+
+        load_named(plugin)  # a plugin's scheme, analysed alone
         pos = build(PositionConfig, scheme=position or "sinusoidal", layout=layout)
         width, positions = 512 if d is None else d, 128 if length is None else length
         inputs = AnalysisInput.for_scheme(pos, width, positions, parse_grid(grid), seed=seed)

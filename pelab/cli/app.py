@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import rich.console
 import typer
@@ -79,3 +79,33 @@ def preset_path(name: str) -> Path:
     if name not in PRESETS:
         raise PelabError(f"preset: unknown value {name!r}; allowed: {', '.join(PRESETS)}")
     return Path(str(files("pelab") / "presets" / f"{name}.toml"))
+
+
+#: ``--plugin`` and ``--trust-plugins``, shared by the commands that read configs (``pelab.plugins``).
+PluginOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugin",
+        help="your own plugin: a .py file or a dotted module whose position schemes, combiners and tasks pelab "
+        "uses by name (repeatable); naming it is what lets pelab run it",
+    ),
+]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-plugins",
+        help="run the plugins a study file or study folder names (pelab says which file and hash it runs); without "
+        "it pelab runs only the plugins --plugin names",
+    ),
+]
+
+
+def folder_plugins(out: Path, named: list[str] | None, trust: bool) -> None:
+    """Before a command reads a study folder's runs: its recorded plugins, confirmed on the command line (the same
+    code by --plugin, or --trust-plugins) and loaded; otherwise one line says how, and none of their code runs."""
+    from pelab.plugins import confirm_recorded
+    from pelab.study.store import Store
+
+    with Store(out, create=False) as store:
+        records = store.plugin_records()
+    confirm_recorded(records, named, trust, f"the study in {out}")

@@ -10,30 +10,38 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from pelab.cli.app import app, check_image, check_sizes, console, parse_grid
+from pelab.cli.app import PluginOption, app, check_image, check_sizes, console, parse_grid
 from pelab.errors import PelabError, check_range
 
 
 @app.command("list")
-def list_cmd() -> None:
-    """Every position scheme, combiner and task, one line each."""
+def list_cmd(plugin: PluginOption = None) -> None:
+    """Every position scheme, combiner and task, one line each (a plugin's too, marked, with --plugin)."""
     from pelab.combine import COMBINERS
+    from pelab.plugins import load_named
     from pelab.positions import SCHEMES
     from pelab.tasks import TASKS
+
+    for p in load_named(plugin):
+        console.print(f"plugin {escape(p.describe())}: {', '.join(f'{f} {n}' for f, n in p.provides)}")
+
+    def named(reg: dict, name: str) -> str:  # a plugin's class says whose it is
+        origin = getattr(reg, "origins", {}).get(name)
+        return name if origin is None else f"{name} ({origin.plugin})"
 
     t = Table(title="position schemes", title_justify="left")
     t.add_column("name", style="bold")
     t.add_column("acts at")
     t.add_column("description")
     for name, cls in SCHEMES.items():
-        t.add_row(name, ", ".join(cls.hooks) or "nowhere", escape(cls.description))
+        t.add_row(escape(named(SCHEMES, name)), ", ".join(cls.hooks) or "nowhere", escape(cls.description))
     t.add_row("segment", "input", "token-type embeddings (n_segments > 0), combined by the same combiner")
     console.print(t)
     t = Table(title="combiners", title_justify="left")
     t.add_column("name", style="bold")
     t.add_column("description")
     for name, cls in COMBINERS.items():
-        t.add_row(name, escape(cls.description))
+        t.add_row(escape(named(COMBINERS, name)), escape(cls.description))
     console.print(t)
     t = Table(title="tasks", title_justify="left")
     t.add_column("name", style="bold")
@@ -41,7 +49,7 @@ def list_cmd() -> None:
     t.add_column("order matters for")
     t.add_column("claims")
     for name, cls in TASKS.items():
-        t.add_row(name, cls.kind, escape(cls.order), " ".join(cls.claims))
+        t.add_row(escape(named(TASKS, name)), cls.kind, escape(cls.order), " ".join(cls.claims))
     console.print(t)
 
 
@@ -66,12 +74,14 @@ def show(
     check_image("png", png)
     if csv is not None and csv.is_dir():
         raise PelabError(f"csv: {csv} is a folder; give a file name such as {csv / 'table.csv'}")
+    from pelab.positions import with_tables
+
     position = build(PositionConfig, scheme=scheme, layout=layout)
     table = scheme_table(position, d, length, parse_grid(grid), max_len=max_len)
     if table is None:
         raise PelabError(
             f"scheme: {scheme} has no input table (it acts inside attention); "
-            "schemes with one: sinusoidal, learned, sincos2d"
+            f"schemes with one: {with_tables()}"
         )
     values = table.numpy()
     if csv is not None:

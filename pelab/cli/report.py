@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pelab.cli.app import app, console
+from pelab.cli.app import PluginOption, TrustOption, app, console, folder_plugins
 from pelab.errors import PelabError
 
 
@@ -53,7 +53,11 @@ def _report(out: Path) -> None:
 
 
 @app.command("report")
-def report_cmd(out: Annotated[Path, typer.Argument(help="study folder")]) -> None:
+def report_cmd(
+    out: Annotated[Path, typer.Argument(help="study folder")],
+    plugin: PluginOption = None,
+    trust_plugins: TrustOption = False,
+) -> None:
     """Rebuild a study's report from its database and checkpoints, without training."""
     from pelab.study.folder import StudyFolder
     from pelab.study.store import DB_NAME, Store, StudyLock
@@ -62,6 +66,7 @@ def report_cmd(out: Annotated[Path, typer.Argument(help="study folder")]) -> Non
     if not os.path.lexists(out / DB_NAME):
         raise PelabError(f"out: {out} holds no pelab study (no {DB_NAME})")
     Store(out, create=False).close()  # a damaged or foreign database is refused before the lock file is made
+    folder_plugins(out, plugin, trust_plugins)  # its plugins' code runs only when confirmed
     with StudyLock(out):  # not while a study (or another report) writes this folder
         StudyFolder(out).remove_leftovers()  # temp files of a report cut short (Ctrl-C, kill -9)
         _report(out)
@@ -79,9 +84,14 @@ def results(
     by: Annotated[list[str] | None, typer.Option(help="group by this config key (repeatable)")] = None,
     csv: Annotated[Path | None, typer.Option(help="also write the per-arm table here")] = None,
     metric: Annotated[str | None, typer.Option(help="main metric (default: acc, or ppl for charlm)")] = None,
+    plugin: PluginOption = None,
+    trust_plugins: TrustOption = False,
 ) -> None:
     """Per arm: mean and 95% interval over seeds, with parameters and FLOPs beside."""
     from pelab.study.folder import StudyFolder
+    from pelab.study.store import DB_NAME
 
     StudyFolder(out).check()  # read-only, but a link there would still be read through
+    if (out / DB_NAME).is_file():
+        folder_plugins(out, plugin, trust_plugins)  # its plugins' code runs only when confirmed
     _results_table(out, by=by, csv=csv, metric=metric)

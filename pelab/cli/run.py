@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from pelab.cli.app import app, console
+from pelab.cli.app import PluginOption, app, console
 from pelab.errors import check_range
 
 
@@ -37,10 +37,14 @@ def run(
     device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
     threads: Annotated[int | None, typer.Option(help="torch threads (default: all cores)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    plugin: PluginOption = None,
 ) -> None:
     """Train and evaluate one model; print its result."""
     from pelab.config import RunConfig, build
+    from pelab.plugins import load_named
     from pelab.train import autocast, train_run
+
+    load_named(plugin)  # its schemes, combiners and tasks, by name like pelab's own
 
     cfg = build(
         RunConfig,

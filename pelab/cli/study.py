@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from pelab.cli import report as reporting
-from pelab.cli.app import app, console, preset_path
+from pelab.cli.app import PluginOption, TrustOption, app, console, preset_path
 from pelab.errors import PelabError, visible
 
 
@@ -46,16 +46,20 @@ def study(
     allow_long: Annotated[
         bool, typer.Option(help="run a study estimated past 100 hours (without it: asked on a terminal, else refused)")
     ] = False,
+    plugin: PluginOption = None,
+    trust_plugins: TrustOption = False,
 ) -> None:
     """Run a study (default: the quick preset) and write its report. Resumable: rerun to finish."""
     from pelab.device import check_device_name, resolve_device
+    from pelab.plugins import load_named
     from pelab.study.driver import check_study, run_study, too_long
     from pelab.study.folder import StudyFolder
     from pelab.study.grid import load_study
     from pelab.study.store import DB_NAME, Store, StudyLock
 
+    load_named(plugin)  # named on the command line: asked for
     path = file if file is not None else preset_path(preset)
-    spec = load_study(path)
+    spec = load_study(path, trust=trust_plugins)  # the plugins the file names: named above, or trusted
     if backend == "ray":
         check_device_name(device)  # the cluster's nodes, not this machine, decide whether CUDA is there
     else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from pelab.positions.base import PositionScheme, SchemeContext
+from pelab.positions.base import PositionScheme, SchemeContext, relative_offsets
 from pelab.registry import Registry
 
 SCHEMES: Registry[PositionScheme] = Registry("position")
@@ -17,8 +17,16 @@ register = SCHEMES.register
 scheme_class = SCHEMES.lookup
 
 
-_MODULES = ("sinusoidal", "learned", "none", "rotary", "alibi", "t5", "untied", "sincos2d")
+def with_tables() -> str:
+    """The schemes with an input table, for messages that point to one (a plugin's included once loaded)."""
+    return ", ".join(name for name, cls in SCHEMES.items() if cls.has_table)
+
+
+# The last three are written as plugins would be (the public interface alone), and registered as pelab's own.
+_MODULES = (
+    "sinusoidal", "learned", "none", "rotary", "alibi", "t5", "untied", "sincos2d", "randomized", "xpos", "kerple"
+)  # fmt: skip
 for _module in _MODULES:
     importlib.import_module(f"pelab.positions.{_module}")
 
-__all__ = ["SCHEMES", "PositionScheme", "SchemeContext", "register", "scheme_class"]
+__all__ = ["SCHEMES", "PositionScheme", "SchemeContext", "register", "relative_offsets", "scheme_class", "with_tables"]

@@ -67,6 +67,13 @@ class PositionScheme(nn.Module):
     has_table: ClassVar[bool] = False
     #: Where the scheme acts, for ``pelab list``.
     hooks: ClassVar[tuple[str, ...]] = ()
+    #: Whether the scheme serves sequences longer than the model was sized for (``SchemeContext.max_len``): its
+    #: hooks stay defined and finite there. A scheme that cannot (a table with one row per position) says False
+    #: and refuses such lengths with a PelabError from ``check_length``. ``pelab check`` holds a scheme to it.
+    extrapolates: ClassVar[bool] = True
+    #: True for a scheme that carries no position information at all (NoPE): an encoder with it (and no input
+    #: combiner) is permutation-equivariant, which ``pelab check`` verifies; every other scheme must break it.
+    position_free: ClassVar[bool] = False
     Options: ClassVar[type[Frozen]] = NoOptions
 
     def __init__(self, ctx: SchemeContext, **options: object) -> None:

@@ -21,6 +21,7 @@ class Learned(PositionScheme):
     description = "trainable absolute position table (BERT/GPT-2); cannot go past max_len"
     has_table = True
     hooks = ("input",)
+    extrapolates = False  # one row per position: past max_len, a clean error
 
     def __init__(self, ctx: SchemeContext) -> None:
         super().__init__(ctx)

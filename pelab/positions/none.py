@@ -14,3 +14,4 @@ from pelab.positions.base import PositionScheme
 class NoPosition(PositionScheme):
     name = "none"
     description = "no position signal anywhere (NoPE); a causal mask may still leak position"
+    position_free = True

@@ -71,6 +71,7 @@ class SinCos2D(PositionScheme):
     description = "fixed 2-D sin-cos table over a patch grid (ViT/MAE); needs the task's grid"
     has_table = True
     hooks = ("input",)
+    extrapolates = False  # one code per grid cell: past the grid, a clean error
 
     class Options(Frozen):
         grid_combine: Literal["concat", "add"] | None = Field(

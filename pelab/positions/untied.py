@@ -25,6 +25,7 @@ class Untied(PositionScheme):
     name = "untied"
     description = "TUPE-style: position-position logit term from its own table and projections, no cross terms"
     hooks = ("attention: bias",)
+    extrapolates = False  # one row per position: past max_len, a clean error
 
     def __init__(self, ctx: SchemeContext) -> None:
         super().__init__(ctx)

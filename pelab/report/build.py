@@ -111,6 +111,22 @@ def load_context(folder: Path) -> ReportContext:
     )
 
 
+def plugin_rows(records: list[dict[str, Any]]) -> list[list[str]]:
+    """The plugins a study used, one row each for the report's method section: name, file, sha256 prefix,
+    version and what it registered."""
+    return [[str(r.get("name")), str(r.get("file")), str(r.get("sha256"))[:12], str(r.get("version") or "none"),
+             ", ".join(str(x).replace(":", " ") for x in r.get("provides", []))] for r in records]  # fmt: skip
+
+
+def claim_plugins(ctx: ReportContext, run_ids: Sequence[str]) -> dict[str, Any]:
+    """``{"plugins": [...]}`` for a claim whose runs used plugins' code (their records, without the source), so
+    claims.json says which code each verdict rests on; nothing for a claim of pelab's own classes alone."""
+    runs = set(run_ids)
+    names = {n for r in ctx.rows if r["run_id"] in runs for n in (r["config"].get("plugins") or {})}
+    records = [{k: v for k, v in rec.items() if k != "source"} for rec in ctx.study.plugins if rec["name"] in names]
+    return {"plugins": records} if records else {}
+
+
 def rate_note(study: Study) -> str:
     """How the learning rate was set, said where every reader looks: one fixed rate is not neutral."""
     if study.learning_rates:
@@ -362,6 +378,7 @@ def build_report(
         + run_elsewhere(claims),  # a part of a claim that ran, then the claims that did not run at all, by id
         scale=scale(ctx),
         sequential=sequential_text(ctx, claims),
+        plugins=plugin_rows(ctx.study.plugins),
         protocol=protocol_line(ctx),
     )
     data["report_seconds"] = f"{time.perf_counter() - started:.0f}"
@@ -383,6 +400,7 @@ def build_report(
                     "reading": c.reading,
                     "runs": c.run_ids,
                     "rows": c.rows,
+                    **claim_plugins(ctx, c.run_ids),
                 }
                 for c in claims
             ],

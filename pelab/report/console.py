@@ -96,6 +96,12 @@ def results_table(
         vals = [f"{fmt(row[m])} [{fmt(row[m + '_lo'])}, {fmt(row[m + '_hi'])}]" for m in metrics]
         t.add_row(*cells, seeds, *vals, f"{row['params']:,}", f"{row['flops_per_token']:,}")
     console.print(t)
+    for p in study.plugins if study is not None else []:  # whose code the plugins' arms ran
+        console.print(
+            f"plugin {escape(str(p['name']))}: {escape(str(p['file']))}, sha256 {str(p['sha256'])[:12]}, version "
+            f"{escape(str(p.get('version') or 'none'))} ({escape(', '.join(map(str, p.get('provides', []))))})",
+            highlight=False,
+        )
     if csv is not None:
         console.print(f"wrote {escape(str(csv))}")
 

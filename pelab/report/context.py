@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from pelab import forkserver
+from pelab import forkserver, plugins
 from pelab.report.progress import PRETRAINED, measure_cost
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
@@ -58,16 +58,18 @@ def _stamp(folder: Path, run_id: str) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _worker_init() -> None:
+def _worker_init(carried: list[dict[str, Any]] | None = None) -> None:
     """Each report worker: torch on one thread, and Ctrl-C (which a terminal sends to the whole group) ends it
     at once and quietly: the driver alone says "interrupted" and exits 130. A write it was making is left as a
-    temp file, never as a part of its target, and the next report removes it."""
+    temp file, never as a part of its target, and the next report removes it. It loads the driver's plugins
+    (``pelab.plugins.carried``, hash checked), so it reads their runs' models as the driver would."""
     import signal
 
     import torch
 
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
     torch.set_num_threads(1)
+    plugins.restore(carried)
 
 
 def _measure_key(name: str, run_id: str, at_init: bool) -> str:
@@ -83,7 +85,9 @@ def report_pool(workers: int | None = None) -> Iterator[Executor | None]:
         yield None
         return
     before = set(mp.active_children())
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=forkserver.context(), initializer=_worker_init)
+    pool = ProcessPoolExecutor(
+        max_workers=n, mp_context=forkserver.context(), initializer=_worker_init, initargs=(plugins.carried(),)
+    )
     try:
         yield pool
     except BaseException:

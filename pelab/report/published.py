@@ -109,6 +109,16 @@ def kendall_rows(ctx: ReportContext) -> list[dict[str, Any]]:
     return out
 
 
+def unranked_schemes(ctx: ReportContext) -> list[str]:
+    """The decoders' schemes the paper did not rank (randomized positions, xPos, KERPLE, a plugin's): C17 ranks
+    them, Kendall's τ against the paper's tiers cannot."""
+    f = position_frame(ctx)
+    if f.empty or "model.kind" not in f:
+        return []
+    schemes = f[f["model.kind"] == "decoder"]["model.position.scheme"].astype(str)
+    return sorted(set(schemes) - set(KAZEMNEJAD_TIERS))
+
+
 def per_seed_tau(by_seed: dict[str, dict[int, float]]) -> list[float]:
     """Kendall's τ-b between the published tiers and the arms' accuracies, one per seed that every arm finished;
     a seed whose arms all tie (τ undefined) is left out."""
@@ -256,6 +266,9 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
 
     kaz = kendall_rows(ctx)
     kaz_outcome, kaz_text = kazemnejad_outcome(kaz)
+    others = unranked_schemes(ctx)
+    if kaz and others:  # in C17's ranking, but no tier of the paper's to compare with
+        kaz_text += f"; {', '.join(others)}: not in the paper's ranking, so only in C17's"
     rows.append(["Kazemnejad et al. 2023", "decoders' length generalisation: NoPE ≥ T5 > ALiBi > rotary > absolute",
                  kaz_text, kaz_outcome, _kaz_reason(kaz_outcome)])  # fmt: skip
 

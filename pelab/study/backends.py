@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from pelab import forkserver, interrupts
+from pelab import forkserver, interrupts, plugins
 from pelab.config import RunConfig
 from pelab.records import RunResult
 from pelab.study.folder import checkpoint_file
@@ -57,12 +57,22 @@ def _worker(
     checkpoints: list[str | None],
     results: Connection,
     lifeline: Connection,
+    carried: list[dict] | None = None,
+    run_ids: list[str] | None = None,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
     from pelab.train import train_group
 
-    cfgs = [RunConfig.model_validate_json(c) for c in cfgs_json]
+    try:  # the driver's plugins (pelab.plugins): the same code, hash checked, before any config is read
+        plugins.restore(carried)
+        cfgs = [RunConfig.model_validate_json(c) for c in cfgs_json]
+    except Exception as e:  # noqa: BLE001 - a worker that cannot read its runs fails them, saying why
+        why = " ".join(str(e).split()) or type(e).__name__
+        out = [RunResult(run_id=r, status="failed", reason=why, host=platform.node()) for r in run_ids or []]
+        results.send([r.model_dump_json() for r in out])
+        results.close()
+        return
     out = train_group(cfgs, device=device, threads=threads, checkpoints=checkpoints)
     for result in out:
         result.host = platform.node()
@@ -87,12 +97,14 @@ def run_local(
     device: str = "auto",
     checkpoint_dir: str | Path | None = None,
     devices: list[str] | None = None,
+    carried: list[dict] | None = None,
 ) -> None:
     """Train every group (one arm's seeds, ``pelab.study.groups``), ``workers`` at a time, calling ``on_result``
     in this process for each run as its group ends.
 
     ``devices``: one device per worker slot (``device_slots``: several runs per GPU); a run takes a free slot's
-    device and gives it back when it ends. Without it every run gets ``device``."""
+    device and gives it back when it ends. Without it every run gets ``device``. ``carried``: the driver's
+    plugins (``pelab.plugins.carried``), which each worker loads before it reads its runs."""
     ctx = forkserver.context()
     free = list(devices) if devices else [device] * workers
     threads = threads or default_threads(len(free))
@@ -108,7 +120,16 @@ def run_local(
                 ckpts = [str(checkpoint_file(checkpoint_dir, c.run_id)) if checkpoint_dir else None for c in cfgs]
                 p = ctx.Process(
                     target=_worker,
-                    args=([c.model_dump_json() for c in cfgs], slot, threads, ckpts, res_w, life_r),
+                    args=(
+                        [c.model_dump_json() for c in cfgs],
+                        slot,
+                        threads,
+                        ckpts,
+                        res_w,
+                        life_r,
+                        carried,
+                        [c.run_id for c in cfgs],
+                    ),
                     name=f"pelab-run-{cfgs[0].run_id}" + (f"+{len(cfgs) - 1}" if len(cfgs) > 1 else ""),
                     daemon=True,
                 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pelab import plugins
 from pelab.config import RunConfig
 from pelab.errors import PelabError, check_range, visible
 from pelab.preflight import CUDA_CONTEXT_BYTES, check_data, check_fits, check_gpu_share, machine_bytes
@@ -166,7 +168,8 @@ def run_study(
         if removed and not quiet:
             console.print(f"removed {removed} temporary file(s) left by an interrupted write")
         # the command as text SQLite can store: a path's byte that is not UTF-8 is kept as \xff
-        store.set_meta(study=study.source, name=study.name, **({"command": visible(command)} if command else {}))
+        store.set_meta(study=study.source, name=study.name, plugins=json.dumps(study.plugins),
+                       **({"command": visible(command)} if command else {}))  # fmt: skip
         finished = store.finished_ids(engine=ENGINE)
         older = len({r.run_id for r in study.runs} & (store.finished_ids() - finished))
         pending = [r for r in study.runs if r.run_id not in finished]
@@ -286,7 +289,8 @@ def _backend(
                 f"{gpus} GPU(s), up to {most} run(s) at a time on each "
                 f"({len(slots)} local worker(s) x {threads} thread(s))"
             )
-            run = partial(run_local, threads=threads, device=device, checkpoint_dir=checkpoint_dir, devices=slots)
+            run = partial(run_local, threads=threads, device=device, checkpoint_dir=checkpoint_dir, devices=slots,
+                          carried=plugins.carried())  # fmt: skip
             yield where, run, len(slots)
             return
         workers = workers or os.cpu_count() or 1
@@ -294,7 +298,14 @@ def _backend(
         where = f"{workers} local worker(s) x {threads} thread(s)"
         yield (
             where,
-            partial(run_local, workers=workers, threads=threads, device=device, checkpoint_dir=checkpoint_dir),
+            partial(
+                run_local,
+                workers=workers,
+                threads=threads,
+                device=device,
+                checkpoint_dir=checkpoint_dir,
+                carried=plugins.carried(),
+            ),
             workers,
         )
         return
@@ -318,6 +329,7 @@ def _backend(
                 checkpoint_dir=checkpoint_dir,
                 retries=retries,
                 runs_per_gpu=runs_per_gpu or 1,
+                carried=plugins.carried(),
             ),
             workers or max(1, int(cluster.cpus // threads)),
         )

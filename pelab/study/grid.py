@@ -31,6 +31,10 @@ scientific axes, and pairs seeds across arms. One or more grids:
     confirmatory = true                      # optional: its comparisons are the protocol's (``CONFIRMATORY``)
     axes = { "model.combine" = ["add", "concat_split"] }
 
+    plugins = ["my_pe.py"]                   # (top level) the user's own schemes, combiners, tasks: files relative
+                                             # to this file's folder, or dotted modules on the path (pelab.plugins);
+                                             # run only when the command line confirms them
+
 Seeds added in later rounds are the next integers after the largest listed seed, in order, so every arm's
 seeds are a prefix of one sequence and stay paired. Axis keys are dotted paths into a run's config; an unknown
 key fails with the list of valid ones. The same config reached from two grids is one run.
@@ -49,13 +53,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from pelab.config import MAX_SEED, TASK_DECIDES, PositionConfig, RunConfig, validation_message
+from pelab import plugins as plugin_code
+from pelab.config import MAX_SEED, TASK_DECIDES, RunConfig, position_option_names, validation_message
 from pelab.errors import PelabError, visible
 from pelab.files import kind_of, read_regular
 from pelab.study.stats import flatten
 
 TOP_KEYS = (
-    "name", "description", "seeds", "task", "model", "train", "axes", "grid", "report", "pretrained", "sequential"
+    "name", "description", "seeds", "task", "model", "train", "axes", "grid", "report", "pretrained", "sequential",
+    "plugins",
 )  # fmt: skip
 #: ``[sequential]``: the cap on seeds per arm, the seeds each round adds, the alpha-spending function, and the
 #: claims whose open comparisons buy seeds (default: every claim).
@@ -94,11 +100,11 @@ def settable_keys() -> list[str]:
         for name, f in cls.model_fields.items():
             if prefix == "model." and name in TASK_DECIDES:
                 continue
-            if name == "position":
-                out += walk(f"{prefix}position.", PositionConfig)
+            if name == "position":  # pelab's schemes' options and those of plugins loaded since
+                out += [f"{prefix}position.scheme"] + [f"{prefix}position.{k}" for k in position_option_names()]
             elif isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel):
                 out += walk(f"{prefix}{name}.", f.annotation)
-            elif name != "seed":
+            elif name not in ("seed", "plugins"):  # a run's plugins are pelab's to record, not a setting
                 out.append(prefix + name)
         return out
 
@@ -224,6 +230,9 @@ class Study:
     fixed: dict[str, list[int]] = field(default_factory=dict)
     #: ``[sequential]``: seeds added in rounds until each comparison is decided; None: a fixed seed count
     sequential: Sequential | None = None
+    #: the plugins the study's runs need (``pelab.plugins.Plugin.record``): those its file names and those its
+    #: runs' classes come from; recorded with the study folder, so a report reads the same code
+    plugins: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def learning_rates(self) -> list[float]:
@@ -382,8 +391,52 @@ def _grid_runs(study: Study) -> tuple[int, str]:
     return total, words
 
 
-def parse_study(text: str, source: str = "") -> Study:
-    """Parse and fully validate a study (every run is constructed), or raise one PelabError."""
+def _plugin_entries(value: Any) -> list[str]:
+    """``plugins = ["my_pe.py", "mylab.encodings"]``, checked for form only."""
+    if value is None:
+        return []
+    ok = isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value)
+    if not ok:
+        raise PelabError(
+            'plugins: must be a non-empty list of plugin files or dotted modules, e.g. ["my_pe.py"] '
+            f"(got {value!r:.60})"
+        )
+    names = [plugin_code.module_name(v) for v in value]
+    twice = [v for v, n in zip(value, names, strict=True) if names.count(n) > 1]
+    if twice:
+        raise PelabError(f"plugins: {twice[0]!r} is listed twice (or two plugins share its module name)")
+    return list(value)
+
+
+def _study_plugins(
+    entries: list[str], source: str, trust: bool, recorded: list[dict[str, Any]] | None
+) -> list[plugin_code.Source]:
+    """The code a study's ``plugins`` name, read but not run: the files (relative to the study file's folder) or
+    modules, or, for a study text stored in a study folder, what the folder recorded for them."""
+    if recorded is None:
+        base = Path(source).parent if source else None
+        return [plugin_code.resolve(e, base) for e in entries]
+    kept = {str(r.get("name")): r for r in recorded}
+    out = []
+    for e in entries:
+        record = kept.get(plugin_code.module_name(e))
+        if record is None:
+            raise PelabError(f"plugins: the stored study names {e}, but its folder recorded no such plugin")
+        out.append(plugin_code.from_record(record) if trust else plugin_code.Source(
+            e, str(record["name"]), str(record.get("file")), str(record.get("sha256")), None))  # fmt: skip
+    return out
+
+
+def parse_study(
+    text: str, source: str = "", trust: bool = False, recorded: list[dict[str, Any]] | None = None
+) -> Study:
+    """Parse and fully validate a study (every run is constructed), or raise one PelabError.
+
+    A study that names plugins needs them loaded, each with the code it names (``pelab.plugins.gate``): loaded
+    from the command line already, or run now when ``trust`` (``--trust-plugins``); otherwise the one-line error
+    says how to confirm them and none of their code has run. ``recorded``: the plugins a study folder recorded
+    beside this text (``Store.study``), which stand for files the stored text names relative to a folder it no
+    longer knows."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -395,6 +448,9 @@ def parse_study(text: str, source: str = "") -> Study:
     _check_depth(raw)
     pretrained_models = _pretrained_models(raw.get("pretrained"))
     _check_keys("study", list(raw), list(TOP_KEYS))
+    entries = _plugin_entries(raw.get("plugins"))
+    what = "the study folder" if recorded is not None else Path(source).name if source else "the study"
+    plugin_code.gate(_study_plugins(entries, source, trust, recorded), trust, what)
     allowed = settable_keys()
     base: dict[str, Any] = {}
     for section in ("task", "model", "train"):
@@ -469,6 +525,8 @@ def parse_study(text: str, source: str = "") -> Study:
             "shorten its axes or seeds, or split it into several studies"
         )
     expand(study)
+    used = {p for r in study.runs for p in (r.plugins or {})} | {plugin_code.module_name(e) for e in entries}
+    study.plugins = plugin_code.records_for(used)
     return study
 
 
@@ -543,10 +601,10 @@ def with_seeds(study: Study, counts: dict[str, int]) -> Study:
     return replace(study, runs=list(runs.values()), membership=membership, tuned=tuned)
 
 
-def load_study(path: str | Path) -> Study:
+def load_study(path: str | Path, trust: bool = False) -> Study:
     """The study in the file at ``path`` (a link to one is followed: the user named it), read whole and validated.
     A folder, a FIFO, a device (a link to /dev/zero) or a file past ``MAX_STUDY_BYTES`` is refused in one line
-    that says which, without blocking or reading it."""
+    that says which, without blocking or reading it. ``trust``: run the plugins it names (``--trust-plugins``)."""
     path = Path(path)
     try:
         st = path.stat()
@@ -572,7 +630,7 @@ def load_study(path: str | Path) -> Study:
         raise PelabError(
             f"study: {str(path)!r} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
         ) from None
-    study = parse_study(text, str(path))
+    study = parse_study(text, str(path), trust=trust)
     if study.pretrained_models:  # every folder read and checked (one line, exit 2) before any run
         from pelab.weights.hf import load_all
 

@@ -133,11 +133,15 @@ def _probe() -> dict[str, str]:
 
 
 def _train_task(
-    cfgs_json: list[str], device: str, threads: int, want_checkpoint: bool
+    cfgs_json: list[str], device: str, threads: int, want_checkpoint: bool, carried: list[dict] | None = None
 ) -> list[tuple[str, bytes | None]]:
-    """One group on whichever node Ray chose; returns each run's result and its checkpoint's bytes."""
+    """One group on whichever node Ray chose; returns each run's result and its checkpoint's bytes. The driver's
+    plugins come with it (``pelab.plugins.carried``: the code and its hash; a node need not have the file), and
+    are loaded, hash checked, before any config is read."""
+    from pelab import plugins
     from pelab.train import train_group
 
+    plugins.restore(carried)
     cfgs = [RunConfig.model_validate_json(c) for c in cfgs_json]
     out = []
     with tempfile.TemporaryDirectory(prefix="pelab-") as tmp:
@@ -209,9 +213,11 @@ def run_ray(
     checkpoint_dir: str | Path | None = None,
     retries: int = DEFAULT_RETRIES,
     runs_per_gpu: int = 1,
+    carried: list[dict] | None = None,
 ) -> None:
     """Run every group (one arm's seeds) as a Ray task, at most ``workers`` in flight (default: all, Ray queues
-    them by CPUs). On GPUs each group reserves 1/``runs_per_gpu`` of one, so that many share it."""
+    them by CPUs). On GPUs each group reserves 1/``runs_per_gpu`` of one, so that many share it. ``carried``:
+    the driver's plugins, sent with every task."""
     import ray
 
     use_gpu = device.startswith("cuda") or (device == "auto" and cluster.gpus > 0)
@@ -237,7 +243,7 @@ def run_ray(
         while pending and len(inflight) < limit:
             cfgs = pending.pop(0)
             ref = task.options(**options, name=f"pelab-run-{cfgs[0].run_id}").remote(
-                [c.model_dump_json() for c in cfgs], run_device, threads, checkpoint_dir is not None
+                [c.model_dump_json() for c in cfgs], run_device, threads, checkpoint_dir is not None, carried
             )
             inflight[ref] = cfgs
         try:

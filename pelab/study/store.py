@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 import pelab
-from pelab.config import RunConfig
+from pelab.config import RunConfig, loaded_plugins
 from pelab.errors import PelabError, visible
 from pelab.files import check_regular, make_dirs, open_regular
 from pelab.records import RunResult
@@ -142,13 +142,26 @@ class Store:
         try:
             if not isinstance(source, str):
                 raise PelabError(f"a stored {type(source).__name__}, not text")
-            return parse_study(source)
+            return parse_study(source, recorded=self.plugin_records())
         except PelabError as e:
+            if str(e).startswith("plugins:"):  # its plugins are not confirmed (pelab.plugins): not damage
+                raise
             raise PelabError(
                 f"results database: the study text stored in {self.path} is damaged "
                 f"({str(e).removeprefix('study file: ')}); run `pelab study` with its study file and "
                 f"--out {self.folder} to store it again"
             ) from None
+
+    def plugin_records(self) -> list[dict[str, Any]]:
+        """The plugins the stored study's runs need (``Study.plugins``, written by ``run_study``): their names,
+        files, hashes, versions and kept source; empty for a study of pelab's own classes."""
+        try:
+            records = json.loads(self.meta("plugins") or "[]")
+        except ValueError:
+            raise PelabError(f"results database: the plugins recorded in {self.path} are damaged") from None
+        if not isinstance(records, list) or not all(isinstance(r, dict) and "name" in r for r in records):
+            raise PelabError(f"results database: the plugins recorded in {self.path} are damaged")
+        return records
 
     # --- runs ------------------------------------------------------------------------
     def finished_ids(self, statuses: tuple[str, ...] = ("done", "diverged"), engine: str | None = None) -> set[str]:
@@ -215,9 +228,16 @@ class Store:
             else:
                 self.excluded.append((str(row.get("run_id"))[:80], why))
         if self.excluded and not quiet:
-            run, why = (visible(x) for x in self.excluded[0])  # stored text: shown, never acted on by a terminal
-            print(f"pelab: warning: results database: {len(self.excluded)} stored run(s) left out, damaged or "
-                  f"edited by hand (the first, {run}: {why})", file=sys.stderr, flush=True)  # fmt: skip
+            other = [(r, w) for r, w in self.excluded if w.startswith(PLUGIN_PROBLEM)]
+            damaged = [(r, w) for r, w in self.excluded if not w.startswith(PLUGIN_PROBLEM)]
+            if damaged:  # stored text: shown, never acted on by a terminal
+                run, why = (visible(x) for x in damaged[0])
+                print(f"pelab: warning: results database: {len(damaged)} stored run(s) left out, damaged or "
+                      f"edited by hand (the first, {run}: {why})", file=sys.stderr, flush=True)  # fmt: skip
+            if other:
+                run, why = (visible(x) for x in other[0])
+                print(f"pelab: warning: results database: {len(other)} stored run(s) left out, made by plugin code "
+                      f"that is not loaded now (the first, {run}: {why})", file=sys.stderr, flush=True)  # fmt: skip
         return out
 
 
@@ -259,8 +279,18 @@ def _metrics_problem(field: str, metrics: object, finite: bool) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
+#: How ``config_problem`` begins for a run made by plugin code that is not the code loaded now.
+PLUGIN_PROBLEM = "made by other plugin code"
+
+
 def config_problem(text: str) -> str | None:
+    """Why a stored config does not validate here, or None (``_config_problem``, memoised per loaded plugins:
+    the same text can name a plugin that is loaded later in the process)."""
+    return _config_problem(text, tuple(sorted(loaded_plugins().items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _config_problem(text: str, plugins: tuple[tuple[str, str], ...]) -> str | None:
     """Why a stored config (JSON text of an object) does not validate here, or None; once per distinct config per
     process, since the report's workers read every row for each model they load."""
     try:
@@ -270,6 +300,9 @@ def config_problem(text: str) -> str | None:
         where = ".".join(str(x) for x in err["loc"])[:60]
         if err["type"] == "extra_forbidden":
             return f"config has a setting this pelab does not know ({where}): written by a newer pelab?"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if msg.startswith("plugins:"):  # a changed plugin, or one not loaded: another run, not damage
+            return f"{PLUGIN_PROBLEM} ({msg.removeprefix('plugins: ')[:160]})"
         return f"config is not valid ({where}: {err['msg'][:80]})"
     except (ValueError, TypeError, RecursionError) as e:
         return f"config is not valid ({str(e).splitlines()[0][:80] if str(e) else type(e).__name__})"

@@ -30,7 +30,11 @@ def c5(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
     sizes = combiner_sizes(template.model, T)
     wide = next(x for x in sizes if x.combine == "concat_wide")
     base = sizes[0]
-    wide_cfg = build(ModelConfig, **{**template.model.model_dump(), "d": wide.d_model, "combine": "add"})
+    # add at that width with the scheme concat_wide's row used (the study's first scheme may act inside attention)
+    position = template.model.position.with_scheme(wide.position).model_dump()
+    wide_cfg = build(
+        ModelConfig, **{**template.model.model_dump(), "d": wide.d_model, "combine": "add", "position": position}
+    )
     wide_model = Transformer(wide_cfg)
     at_width = CombinerSize("add", wide_cfg.position.scheme, wide.d_model, 0, wide.d_model,
                             wide_model.num_parameters(), wide_model.flops_per_token(T), 0.0, 0.0)  # fmt: skip

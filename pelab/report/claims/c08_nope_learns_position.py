@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,11 +41,12 @@ def rule_c8_probe(groups: list[list[Evidence]]) -> tuple[Family, list[str]]:
     return decide_some_group(groups, C8_MIN_EFFECT, kind="beyond_margin")
 
 
-def rule_c8(equivariant: list[str], probe: Family) -> str:
-    """C8: exact equivariance for `none` alone (and no other scheme), and the NoPE decoder's position probe
-    beating both controls (layer-1 input, same model at initialisation) by at least ``C8_MIN_EFFECT`` beyond the
-    interval over seeds, on some task (``rule_c8_probe``): the claim is that a causal decoder *can* learn position."""
-    if equivariant != ["none"] or probe.verdict == NOT_SUPPORTED:
+def rule_c8(equivariant: list[str], probe: Family, position_free: Sequence[str] = ("none",)) -> str:
+    """C8: exact equivariance for `none` alone (and no other scheme; a plugin's scheme that declares itself
+    ``position_free`` stands beside it), and the NoPE decoder's position probe beating both controls (layer-1
+    input, same model at initialisation) by at least ``C8_MIN_EFFECT`` beyond the interval over seeds, on some task
+    (``rule_c8_probe``): the claim is that a causal decoder *can* learn position."""
+    if sorted(equivariant) != sorted(position_free) or probe.verdict == NOT_SUPPORTED:
         return NOT_SUPPORTED
     return probe.verdict
 
@@ -157,8 +158,10 @@ def c8(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         w = item.comparison.where
         by_task.setdefault(str(TaskPlace(w["task.name"], w.get("setting", ""))), []).append(item)
     probe, task_verdicts = rule_c8_probe(list(by_task.values()))
-    r.verdict = rule_c8(s["equivariant_schemes"], probe)
-    r.halves = {"equivariant without positions": EXACT if s["equivariant_schemes"] == ["none"] else NOT_SUPPORTED,
+    free = s.get("position_free_schemes", ["none"])
+    r.verdict = rule_c8(s["equivariant_schemes"], probe, free)
+    r.halves = {"equivariant without positions": EXACT if sorted(s["equivariant_schemes"]) == sorted(free)
+                else NOT_SUPPORTED,
                 "a NoPE decoder learns position": probe.verdict}  # fmt: skip
     r.tables.append(
         Table(

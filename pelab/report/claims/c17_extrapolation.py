@@ -15,7 +15,7 @@ from pelab.report.figures import arms_plot
 from pelab.report.registry import ClaimResult, Figure, Table, claim
 from pelab.report.tables import interval_cell
 from pelab.rules import NOT_RUN, REPORTED, TOO_SMALL, from_diffs, holm, metric
-from pelab.study.stats import t_interval
+from pelab.study.stats import setting_labels, t_interval, telling_keys
 
 if TYPE_CHECKING:
     from pelab.tasks.base import Task
@@ -170,10 +170,13 @@ def c17(ctx: ReportContext, r: ClaimResult) -> ClaimResult:
         longer = cols[1:]
         kind = str(sub["model.kind"].iloc[0]) if "model.kind" in sub else "encoder"
         keys = ARM + (["model.d"] if sub["model.d"].nunique() > 1 else [])
+        if extra := telling_keys(sub, keys):  # arms these keys would pool (a scheme's option varied) stay apart
+            sub = sub.assign(setting=setting_labels(sub, extra))
+            keys = [*keys, "setting"]
         arms = []
-        for values, g in sub.groupby(keys, sort=False):
+        for values, g in sub.groupby(keys, sort=False, dropna=False):
             done = g[g.status == "done"]
-            label = " + ".join(str(v) for v in (values if isinstance(values, tuple) else (values,)))
+            label = " + ".join(str(v) for v in (values if isinstance(values, tuple) else (values,)) if str(v) != "")
             arms.append(
                 {
                     "label": label,

@@ -498,12 +498,15 @@ def test_c17_reference_against_formulas() -> None:
 
 
 def test_a_family_with_no_comparison_is_not_run_and_so_is_a_claim_half_built_on_it() -> None:
-    from pelab.rules import NOT_RUN
+    from pelab.rules import NOT_RUN, PARTLY_RUN
 
     empty = family([], CHAIN, FLOOR, MARGIN)
     assert empty.verdict == NOT_RUN
     assert family([comp(arm("a", LOW), arm("b", LOW))], CHAIN, FLOOR, MARGIN).verdict == TOO_SMALL  # tried: too small
-    assert rule_c4(SUPPORTED, cost_half(empty, empty)) == NOT_RUN  # the share measured, no untied arm to remove them
+    # the share measured, no untied arm to remove them: partly run (the brief: C4 reads "partly run"), never supported
+    assert rule_c4(SUPPORTED, cost_half(empty, empty)) == PARTLY_RUN
+    assert rule_c4(NOT_SUPPORTED, cost_half(empty, empty)) == NOT_SUPPORTED  # a run half that fails still refutes
+    assert rule_c4(NOT_RUN, cost_half(empty, empty)) == NOT_RUN
     assert rule_c4(SUPPORTED, c4_half(LOW, LOW)) == TOO_SMALL
     assert rule_c2(empty, empty, empty) == NOT_RUN
 

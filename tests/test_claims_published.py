@@ -18,7 +18,17 @@ from pelab.report.published import (
     per_seed_tau,
 )
 from pelab.report.tables import row_records
-from pelab.rules import INCONCLUSIVE, LM_LEARNED_SHARE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TOO_SMALL, Comparison, Side
+from pelab.rules import (
+    INCONCLUSIVE,
+    LM_LEARNED_SHARE,
+    NOT_RUN,
+    NOT_SUPPORTED,
+    PARTLY_RUN,
+    SUPPORTED,
+    TOO_SMALL,
+    Comparison,
+    Side,
+)
 
 FLOOR, MARGIN = 0.8, 0.01
 LN2 = math.log(2)
@@ -121,7 +131,10 @@ def test_c18_halves_combine() -> None:
     assert combine_halves(TOO_SMALL, TOO_SMALL) == TOO_SMALL
     assert combine_halves(NOT_RUN, NOT_RUN) == NOT_RUN  # neither half in the study: no budget was tried
     assert combine_halves(TOO_SMALL, NOT_RUN) == TOO_SMALL
-    assert combine_halves(SUPPORTED, NOT_RUN) == INCONCLUSIVE  # masked half not run: never refuted, never supported
+    # masked half not run: never refuted, never supported, and said so: "partly run", the run half's verdict beside
+    assert combine_halves(SUPPORTED, NOT_RUN) == PARTLY_RUN
+    assert combine_halves(INCONCLUSIVE, NOT_RUN) == PARTLY_RUN
+    assert combine_halves(NOT_SUPPORTED, NOT_RUN) == NOT_SUPPORTED
     assert combine_halves(SUPPORTED, TOO_SMALL) == INCONCLUSIVE
     assert combine_halves(TOO_SMALL, SUPPORTED) == INCONCLUSIVE
     assert combine_halves(SUPPORTED, INCONCLUSIVE) == INCONCLUSIVE

@@ -63,15 +63,15 @@ def test_a_folder_stored_before_the_layers_moved_keeps_its_run_ids(tmp_path: Pat
     """Moving TaskConfig, the registries and the loaders changed no config's canonical JSON, so no run id: a
     study folder written before still names its runs. Its runs were trained one at a time, before stacked
     training, so resuming trains them again with the current computation rather than mix the two."""
+    import json
     import sqlite3
 
     from pelab.study.grid import parse_study
     from pelab.study.store import DB_NAME
 
-    import json
-
     with sqlite3.connect(BEFORE / DB_NAME) as conn:
-        configs = {r[0]: json.loads(r[1]) for r in conn.execute("SELECT run_id, config FROM runs WHERE status = 'done'")}
+        done = conn.execute("SELECT run_id, config FROM runs WHERE status = 'done'")
+        configs = {r[0]: json.loads(r[1]) for r in done}
     stored = set(configs)
     study = BEFORE / "study.toml"
     runs = parse_study(study.read_text()).runs

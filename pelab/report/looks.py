@@ -14,6 +14,7 @@ from pelab.rules import (
     NO_INFO,
     NOT_RUN,
     NOT_SUPPORTED,
+    PARTLY_RUN,
     REPORTED,
     SUPPORTED,
     TOO_SMALL,
@@ -38,6 +39,7 @@ LOOKS: dict[str, Look] = {
     NO_INFO: Look("v-no-info", "∅", "dim"),
     TOO_SMALL: Look("v-too-small", "↓", "magenta"),
     NOT_RUN: Look("v-not-run", "○", "dim italic"),
+    PARTLY_RUN: Look("v-partly-run", "◐", "italic"),
     REPORTED: Look("v-reported", "•", "blue"),
     ERROR: Look("v-error", "!", "bold white on red"),
 }

@@ -31,6 +31,11 @@ NO_INFO = "no information"  # both arms at a ceiling, or paired differences with
 UNCONFIRMED = "decided early, not confirmed"
 
 
+#: A claim of two halves (C4, C18) of which one ran and the other was not run in this study, and nothing it ran
+#: refutes the claim: its run half's verdict is shown beside it (``ClaimResult.halves``).
+PARTLY_RUN = "partly run"
+
+
 REPORTED = "reported"
 
 
@@ -41,4 +46,6 @@ ERROR = "error"
 
 
 #: Every word a claim's verdict can be, in the order a reader meets them.
-VERDICTS = (EXACT, SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, UNCONFIRMED, NO_INFO, TOO_SMALL, NOT_RUN, REPORTED, ERROR)
+VERDICTS = (
+    EXACT, SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, UNCONFIRMED, NO_INFO, TOO_SMALL, PARTLY_RUN, NOT_RUN, REPORTED, ERROR
+)  # fmt: skip

@@ -19,6 +19,7 @@ from pelab.rules import (
     NO_INFO,
     NOT_RUN,
     NOT_SUPPORTED,
+    PARTLY_RUN,
     SHARE,
     SUPPORTED,
     TOO_SMALL,
@@ -67,6 +68,8 @@ def rule_c4(share: str, cost: str) -> str:  # share: the per-arm threshold famil
         return NOT_SUPPORTED
     if share == SUPPORTED and cost == SUPPORTED:
         return SUPPORTED
+    if NOT_RUN in (share, cost) and (share, cost) != (NOT_RUN, NOT_RUN):
+        return PARTLY_RUN  # one half ran and refutes nothing; the other is not in this study: both are named
     for v in (TOO_SMALL, NOT_RUN, NO_INFO):
         if v in (share, cost):
             return v
@@ -103,7 +106,7 @@ def _plan_c4(ctx: ReportContext) -> None:
     "attention (cross terms dropped) beyond the Holm-corrected interval on some comparison, and untied beats add "
     "on none (a general statement: one comparison where removing them helps refutes it), on comparisons whose "
     "arms both learned; supported when both halves hold, not "
-    "supported when either fails",
+    "supported when either fails, partly run when one half was not run and the other refutes nothing",
     metrics=CHAIN,
     plan=_plan_c4,
 )

@@ -22,6 +22,7 @@ from pelab.rules import (
     MIN_EQUIVALENCE_SEEDS,
     NOT_RUN,
     NOT_SUPPORTED,
+    PARTLY_RUN,
     SUPPORTED,
     TOO_SMALL,
     Comparison,
@@ -103,13 +104,16 @@ GAP_WORDS = {
 
 def combine_halves(causal: str, masked: str) -> str:
     """Both halves must hold. A half that fails refutes the claim; a half not run (no rows) or too small
-    leaves it inconclusive, never refuted; too small / not run when neither half could be tested."""
+    leaves it inconclusive (a half not run: partly run), never refuted; too small / not run when neither half could be
+    tested."""
     if NOT_SUPPORTED in (causal, masked):
         return NOT_SUPPORTED
     if causal in (TOO_SMALL, NOT_RUN) and masked in (TOO_SMALL, NOT_RUN):
         return TOO_SMALL if TOO_SMALL in (causal, masked) else NOT_RUN
     if causal == SUPPORTED and masked == SUPPORTED:
         return SUPPORTED
+    if NOT_RUN in (causal, masked):
+        return PARTLY_RUN  # one half ran and refutes nothing; the other is not in this study: both are named
     return INCONCLUSIVE
 
 
@@ -160,8 +164,8 @@ def gap_text(fam: Family, nope_is_a: bool, floor: float | None = None) -> str:
     "where it trails beyond that, the half fails and the gap is stated with its interval (SCIENCE.md's 'trailing "
     "it by a stated amount'); a NoPE model that did not learn where the best did fails it too; masked: NoPE far "
     "worse, the best scheme beating it by more than ±2% beyond the "
-    "interval, on every comparison. Supported when both halves hold, not supported when either fails, inconclusive "
-    "when a half was not run or not settled; an arm learned when its loss is at most 80% of the context-free "
+    "interval, on every comparison. Supported when both halves hold, not supported when either fails, partly run "
+    "when a half was not run, inconclusive when one is not settled; an arm learned when its loss is at most 80% of the context-free "
     "(unigram) baseline's",
     metrics=("bpb",),
 )

@@ -88,16 +88,18 @@ class FrozenEmbedding(nn.Module):
         if rows is not None:
             self.register_buffer("rows", torch.tensor(rows, dtype=torch.long))
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):  # type: ignore[no-untyped-def]
-        key = prefix + "rows"
-        stored = state_dict.get(key)
-        if hasattr(self, "rows") and isinstance(stored, Tensor) and stored.shape == self.rows.shape:
-            if not torch.equal(stored.long(), self.rows.cpu()):
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[no-untyped-def]
+        # torch's hook for a module's own entries: the stored rows, where they differ from the ones the corpus
+        # gave at construction, rebuild the table (out-of-range rows end as word_table's PelabError)
+        stored = state_dict.get(prefix + "rows")
+        rows = getattr(self, "rows", None)
+        if rows is not None and isinstance(stored, Tensor) and stored.shape == rows.shape:
+            if not torch.equal(stored.long().cpu(), rows.cpu()):
                 from pelab.weights import word_table
 
                 table = word_table(self.width, self.rms, tuple(stored.long().tolist()))
                 self.weight = table.clone().to(self.weight.device)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, ids: Tensor) -> Tensor:
         return F.embedding(ids, self.weight)  # (B, T, d_token)

@@ -164,8 +164,12 @@ def test_bits_per_byte_by_hand(corpus) -> None:
 
 
 def test_the_frozen_table_of_the_kept_rows(corpus, tmp_path) -> None:
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
     from pelab.checkpoint import load, save
     from pelab.embedding import FrozenEmbedding
+    from pelab.errors import PelabError
     from pelab.model import Transformer
     from pelab.tasks import text, wordlm
     from pelab.weights import minilm
@@ -211,6 +215,15 @@ def test_the_frozen_table_of_the_kept_rows(corpus, tmp_path) -> None:
     assert wordlm.kept_pieces(corpus) != kept
     with torch.no_grad():
         assert torch.equal(load(tmp_path / "m.safetensors")(batch.inputs).logits, want)
+    # rows no MiniLM table holds: one line naming the checkpoint
+    state = load_file(str(tmp_path / "m.safetensors"))
+    with safe_open(str(tmp_path / "m.safetensors"), framework="pt") as f:
+        meta = f.metadata()
+    state["embed.token.rows"][0] = 40000
+    save_file(state, str(tmp_path / "bad.safetensors"), metadata=meta)
+    with pytest.raises(PelabError, match="checkpoint: .*bad.safetensors") as e:
+        load(tmp_path / "bad.safetensors")
+    assert "\n" not in str(e.value)
 
 
 def test_the_geometry_analysis_reads_the_frozen_table(corpus) -> None:

@@ -194,6 +194,11 @@ class ModelConfig(Frozen):
     token_table: Literal["minilm"] | None = Field(
         None, description="frozen pretrained word vectors as the token embedding (minilm: needs pelab[pretrained])"
     )
+    token_rows: str | None = Field(
+        None,
+        description="token_table's rows when the vocabulary is cut: the corpus whose training split's vocab_size - 1 "
+        "most frequent MiniLM word pieces, then [UNK], they are (set by the wordlm task)",
+    )
     matrix_rank: int | None = Field(
         None, ge=0, description="combine=matrix: rank r of each position's map, 0..d (default d: one full matrix)"
     )
@@ -202,7 +207,7 @@ class ModelConfig(Frozen):
     def _omit_default_table(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
         # Left out while unset, so configs (and run ids) from before the fields existed hash as they did.
         data = handler(self)
-        for key in ("token_table", "matrix_rank"):
+        for key in ("token_table", "token_rows", "matrix_rank"):
             if data.get(key) is None:
                 data.pop(key, None)
         return data
@@ -233,9 +238,13 @@ class ModelConfig(Frozen):
         if self.matrix_rank is not None and self.matrix_rank > self.d:
             raise ValueError(f"matrix_rank: {self.matrix_rank} is not in 0..d={self.d}")
         w = self.widths()
-        if self.token_table == "minilm" and (self.vocab_size != minilm.VOCAB_SIZE or w.token > minilm.WIDTH):
+        if self.token_rows is not None and self.token_table is None:
+            raise ValueError("token_rows: only a frozen token_table has rows to choose; leave it out")
+        vocab = f"at most {minilm.VOCAB_SIZE}" if self.token_rows is not None else str(minilm.VOCAB_SIZE)
+        fits = (self.vocab_size or 0) <= minilm.VOCAB_SIZE if self.token_rows else self.vocab_size == minilm.VOCAB_SIZE
+        if self.token_table == "minilm" and (not fits or w.token > minilm.WIDTH):
             raise ValueError(
-                f"token_table: MiniLM's word vectors need vocab_size={minilm.VOCAB_SIZE} and a token embedding of "
+                f"token_table: MiniLM's word vectors need vocab_size={vocab} and a token embedding of "
                 f"at most {minilm.WIDTH} channels ({self.combine} with d={self.d} asks for {w.token})"
             )
         cells = self.max_len * w.model
@@ -330,7 +339,8 @@ class TrainConfig(Frozen):
 
 
 TASK_DECIDES = (
-    "kind", "vocab_size", "patch_dim", "n_outputs", "head", "n_segments", "grid", "max_len", "token_table"
+    "kind", "vocab_size", "patch_dim", "n_outputs", "head", "n_segments", "grid", "max_len", "token_table",
+    "token_rows",
 )  # fmt: skip
 
 
@@ -412,6 +422,7 @@ class RunConfig(Frozen):
         decided.setdefault("grid", None)
         decided.setdefault("patch_dim", None)
         decided.setdefault("token_table", None)
+        decided.setdefault("token_rows", None)
         decided["max_len"] = task.seq_len(task.max_n)
         raw_model = data.get("model", {})
         model = raw_model.model_dump() if isinstance(raw_model, ModelConfig) else dict(raw_model)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -33,9 +34,13 @@ class InputEmbedding(nn.Module):
         w = combiner.widths
         self.combiner = combiner
         if cfg.token_table is not None:
-            from pelab.weights import word_table
+            rows = None
+            if cfg.token_rows is not None:  # a cut vocabulary: the pieces the corpus's training split uses most
+                from pelab.tasks.wordlm import kept_pieces
 
-            self.token: nn.Module = FrozenEmbedding(word_table(w.token, rms=combiner.token_init_std()))
+                assert cfg.vocab_size is not None
+                rows = kept_pieces(cfg.token_rows, cfg.vocab_size)
+            self.token: nn.Module = FrozenEmbedding(w.token, combiner.token_init_std(), rows)
         elif cfg.vocab_size is not None:
             self.token = nn.Embedding(cfg.vocab_size, w.token)
             nn.init.normal_(self.token.weight, std=combiner.token_init_std())
@@ -68,12 +73,33 @@ class InputEmbedding(nn.Module):
 
 
 class FrozenEmbedding(nn.Module):
-    """A fixed lookup table. A non-persistent buffer: never trained, not counted among the
-    parameters, not written to checkpoints (it is rebuilt from its source on load)."""
+    """MiniLM's word vectors as a fixed lookup table (``pelab.weights.word_table``): all 30522 rows, or the
+    ``rows`` of a cut vocabulary. A non-persistent buffer: never trained, not counted among the parameters, not
+    written to checkpoints (it is rebuilt from the package on load). The rows of a cut vocabulary are written
+    (``rows``, int64): on load the table is rebuilt from the rows the model was trained with, whatever the
+    corpus now gives."""
 
-    def __init__(self, table: Tensor) -> None:
+    def __init__(self, width: int, rms: float, rows: tuple[int, ...] | None = None) -> None:
         super().__init__()
-        self.register_buffer("weight", table.clone(), persistent=False)
+        from pelab.weights import word_table
+
+        self.width, self.rms = width, rms
+        self.register_buffer("weight", word_table(width, rms, rows).clone(), persistent=False)
+        if rows is not None:
+            self.register_buffer("rows", torch.tensor(rows, dtype=torch.long))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[no-untyped-def]
+        # torch's hook for a module's own entries: the stored rows, where they differ from the ones the corpus
+        # gave at construction, rebuild the table (out-of-range rows end as word_table's PelabError)
+        stored = state_dict.get(prefix + "rows")
+        rows = getattr(self, "rows", None)
+        if rows is not None and isinstance(stored, Tensor) and stored.shape == rows.shape:
+            if not torch.equal(stored.long().cpu(), rows.cpu()):
+                from pelab.weights import word_table
+
+                table = word_table(self.width, self.rms, tuple(stored.long().tolist()))
+                self.weight = table.clone().to(self.weight.device)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, ids: Tensor) -> Tensor:
         return F.embedding(ids, self.weight)  # (B, T, d_token)

@@ -111,8 +111,9 @@ def evaluate(
     split: str = "test",
     precision: str = "fp32",
 ) -> dict[str, float]:
-    """Loss, token accuracy, whole-sequence exact match at size n; for language models also perplexity and
-    bits per byte (the inputs are bytes, so the mean loss in nats per target byte over ln 2)."""
+    """Loss, token accuracy, whole-sequence exact match at size n; for language models also perplexity (per
+    target) and bits per byte of the split's text: the mean loss in nats per target over ln 2, over the bytes a
+    target stands for (``Task.bytes_per_target``: 1 for a byte, about 5 for a word piece)."""
     model.eval()
     total_loss, scored, right, seqs, exact = 0.0, 0, 0, 0, 0
     for batch in task.eval_batches(n, batch_size, count, generator, split=split):
@@ -129,7 +130,7 @@ def evaluate(
     out = {"loss": total_loss / scored, "acc": right / scored, "exact": exact / seqs}
     if task.reports_perplexity:
         out["ppl"] = math.exp(min(out["loss"], 50.0))
-        out["bpb"] = out["loss"] / math.log(2)
+        out["bpb"] = out["loss"] / math.log(2) / task.bytes_per_target(split)
     return out
 
 

@@ -160,6 +160,24 @@ def test_c9_every_branch() -> None:
     assert rule_c9([straddle], FLOOR, MARGIN).verdict in (INCONCLUSIVE, NOT_SUPPORTED)
 
 
+def test_c9_decides_its_language_models_on_bits_per_byte() -> None:
+    """C9's arms are word-piece language models: bits per byte decides whatever accuracy says, and an arm learned
+    when its loss is at most 80% of the context-free baseline's (five bytes a piece here)."""
+
+    def lm(label: str, bpb: list[float], base: float = 6.0) -> Side:
+        return arm(label, [0.25] * len(bpb), [b * math.log(2) * 5 for b in bpb], bpb=bpb, baseline_loss=[base] * 5)
+
+    add = [1.340, 1.338, 1.342, 1.339, 1.341]
+    better = [1.300, 1.301, 1.299, 1.302, 1.300]  # 3% fewer bits
+    close = [1.339, 1.340, 1.341, 1.338, 1.342]
+    fam = rule_c9([comp(lm("c", better), lm("a", add))], FLOOR, MARGIN)
+    assert fam.verdict == SUPPORTED and fam.rows[0].test.metric.key == "bpb"
+    assert rule_c9([comp(lm("c", close), lm("a", add))], FLOOR, MARGIN).verdict == NOT_SUPPORTED  # within ±2%
+    assert rule_c9([comp(lm("c", add), lm("a", better))], FLOOR, MARGIN).verdict == NOT_SUPPORTED  # add ahead
+    # 4.5-4.6 nats a piece against a baseline of 5.5: above 80% of it, not learned, however far apart
+    assert rule_c9([comp(lm("c", better, 5.5), lm("a", add, 5.5))], FLOOR, MARGIN).verdict == TOO_SMALL
+
+
 # --- C2: overlap falls, add not worse, concat not better -----------------------------------------
 def overlap_family(trained: list[float], init: list[float], acc: list[float] = WIN):
     a, b = arm("trained", acc, overlap=trained), arm("init", acc, overlap=init)

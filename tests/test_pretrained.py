@@ -9,6 +9,7 @@ subprocesses start once, in the background, and the tests at the end read them.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -125,21 +126,28 @@ def test_prose_of_python_source() -> None:
 
 
 def test_c9_verdicts() -> None:
-    def record(arm: str, seed: int, acc: float) -> dict:
-        return dict(arm=arm, seed=seed, run_id=f"{arm}{seed}", status="done", reason=None, acc=acc,
-                    params=1, flops_per_token=1, d_model=8, d_token=8)  # fmt: skip
+    """Language models: decided on bits per byte (a relative difference), learned at 80% of the baseline's loss."""
+
+    def record(arm: str, seed: int, bpb: float, base: float = 6.0) -> dict:
+        loss = bpb * math.log(2) * 5.0  # five bytes a piece
+        return dict(arm=arm, seed=seed, run_id=f"{arm}{seed}", status="done", reason=None, bpb=bpb, loss=loss,
+                    baseline_loss=base, acc=0.2, params=1, flops_per_token=1, d_model=8, d_token=8)  # fmt: skip
 
     records = []
-    for seed, (add, concat) in enumerate([(0.80, 0.85), (0.82, 0.86), (0.79, 0.85)]):
+    for seed, (add, concat) in enumerate([(1.340, 1.300), (1.338, 1.301), (1.342, 1.299)]):
         records += [record("add+sinusoidal", seed, add), record("concat_split+sinusoidal", seed, concat)]
     s = frozen.summarize(records, floor=0.8, margin=0.01)
     assert s["comparisons"][0]["verdict"] == "supported" and s["verdict"] == "supported"
-    assert s["arms"]["add+sinusoidal"]["acc"] == pytest.approx((0.80 + 0.82 + 0.79) / 3)
+    assert s["comparisons"][0]["metric"] == "bpb"
+    assert s["arms"]["add+sinusoidal"]["bpb"] == pytest.approx((1.340 + 1.338 + 1.342) / 3)
+    assert s["arms"]["add+sinusoidal"]["share"] == pytest.approx(1.34 * math.log(2) * 5 / 6.0)
     assert (s["floor"], s["margin"]) == (0.8, 0.01)
     flipped = [{**r, "arm": {"add+sinusoidal": "concat_split+sinusoidal"}.get(r["arm"], "add+sinusoidal")}
                for r in records]  # fmt: skip
     assert frozen.summarize(flipped, floor=0.8, margin=0.01)["verdict"] == "not supported"
-    low = [{**r, "acc": r["acc"] - 0.15} for r in records]  # above the old private floor of 0.6, below 0.8
+    near = [record(r["arm"], r["seed"], r["bpb"] * (1.002 if "add" in r["arm"] else 1.0)) for r in flipped]
+    assert frozen.summarize(near, floor=0.8, margin=0.01)["verdict"] == "not supported"  # within ±2%
+    low = [{**r, "baseline_loss": 5.0} for r in records]  # loss 4.5-4.6 nats: above 80% of 5.0
     assert frozen.summarize(low, floor=0.8, margin=0.01)["verdict"].startswith("budget too small")
 
 
@@ -151,14 +159,15 @@ def test_c9_grids_are_the_presets_and_the_command() -> None:
     from pelab.cli.pretrained import pretrained as command
 
     presets = Path(__file__).parents[1] / "pelab" / "presets"
-    for name in ("quick", "full"):
-        text = (presets / f"{name}.toml").read_text()
-        steps = {g["set"].get("train.steps") for g in tomllib.loads(text)["grid"] if "C9" in g["name"]}
-        assert len(steps) == 1, steps  # every arm gets the same budget
-        assert frozen.grids_toml(steps.pop()) in text, f"{name}.toml: C9 grids differ from frozen.grids_toml"
-    quick_steps = {g["set"].get("train.steps") for g in tomllib.loads((presets / "quick.toml").read_text())["grid"]
-                   if "C9" in g["name"]}  # fmt: skip
-    assert {inspect.signature(command).parameters["steps"].default} == quick_steps
+    text = (presets / "full.toml").read_text()
+    steps = {g["set"].get("train.steps") for g in tomllib.loads(text)["grid"] if "C9" in g["name"]}
+    assert steps == {frozen.STEPS}  # every arm gets the same budget
+    grids = frozen.grids_toml(frozen.STEPS, seeds=frozen.FULL_SEEDS)
+    assert grids in text, "full.toml: C9 grids differ from grids_toml"
+    assert inspect.signature(command).parameters["steps"].default == frozen.STEPS
+    quick = tomllib.loads((presets / "quick.toml").read_text())  # C9 lives in the full preset only
+    assert not [g for g in quick["grid"] if "C9" in g["name"] or g.get("set", {}).get("task.name") == "wordorder"]
+    assert "C9" not in quick.get("sequential", {}).get("claims", [])
     text = frozen.study_text(frozen.Budget(seeds=2, steps=5, corpus="some/text.txt"))
     raw = tomllib.loads(text)
     assert raw["seeds"] == [0, 1] and raw["report"] == {"floor": 0.8, "margin": 0.01}
@@ -322,21 +331,23 @@ def test_presets_hold_c9_as_ordinary_runs() -> None:
     from pelab.study.grid import load_study
 
     presets = Path(__file__).parents[1] / "pelab" / "presets"
-    for name, seeds in (("quick", 5), ("full", 5)):
-        study = load_study(presets / f"{name}.toml")
-        c9 = [r for r in study.runs if r.task.name == "wordorder"]
-        assert len(c9) == len(frozen.arm_order()) * seeds
-        assert {frozen.label(r) for r in c9} == set(frozen.arm_order())
-        assert all(r.model.token_table == "minilm" and r.task.eval_multipliers == (1.0,) for r in c9)
-        assert len({(r.train, r.task) for r in c9}) == 1  # one budget, one task for every arm
-        widths = {frozen.label(r): r.model.widths().model for r in c9}
-        assert widths["concat_wide+learned"] == widths["add@wide+learned"] == frozen.D + frozen.D_POSITION
+    study = load_study(presets / "full.toml")
+    c9 = [r for r in study.runs if frozen.label(r) is not None]
+    assert len(c9) == len(frozen.arm_order()) * 5
+    assert {frozen.label(r) for r in c9} == set(frozen.arm_order())
+    assert all(r.task.name == "wordlm" and r.task.corpus == "prose" for r in c9)
+    assert all(r.model.token_table == "minilm" and r.model.token_rows == "prose" for r in c9)
+    assert len({(r.train, r.task) for r in c9}) == 1  # one budget, one task for every arm
+    widths = {frozen.label(r): r.model.widths().model for r in c9}
+    assert widths["concat_wide+learned"] == widths["add@wide+learned"] == frozen.D + frozen.D_POSITION
+    for name in ("quick", "full"):  # wordorder stays a task by name, in no preset
+        assert not [r for r in load_study(presets / f"{name}.toml").runs if r.task.name == "wordorder"]
 
 
 @needs_minilm
 def test_c9_runs_are_study_runs_stored_skipped_and_retrained(tmp_path) -> None:
     """`pelab pretrained`'s C9 goes through run_study: one results.sqlite, stored runs skipped, new steps retrain."""
-    from pelab.pretrained.report import run_c9
+    from pelab.pretrained.report import c9_markdown, run_c9
     from pelab.study.driver import run_study
     from pelab.study.grid import parse_study
     from pelab.study.store import Store
@@ -349,7 +360,9 @@ def test_c9_runs_are_study_runs_stored_skipped_and_retrained(tmp_path) -> None:
         rows = store.rows()
     assert len(rows) == n and all(r["status"] == "done" for r in rows)
     assert [r["arm"] for r in summary["runs"]] == frozen.arm_order()
-    assert summary["arms"]["no positions"]["acc"] == pytest.approx(0.5, abs=0.02)  # a reversal is invisible
+    assert all(r["bpb"] > 0 and r["baseline_loss"] > 0 for r in summary["runs"])
+    md = c9_markdown(summary)  # `pelab pretrained`'s C9 section: bits per byte, every arm
+    assert "Task: wordlm" in md and "bits per byte" in md and all(f"| {arm} |" in md for arm in frozen.arm_order())
     assert (summary["floor"], summary["margin"]) == (0.8, 0.01)  # the study's, not a private floor
     assert summary["verdict"].startswith("budget too small")  # 2 steps learn nothing; the verdict says so
     assert summary["arms"]["concat_wide+sinusoidal"]["d_model"] == frozen.D + frozen.D_POSITION

@@ -61,6 +61,7 @@ CASES = {
     ),
     "digits 2-D": ({"name": "digits"}, {"position": {"scheme": "sincos2d"}}),
     "frozen MiniLM": ({"name": "wordorder", "length": 8, "eval_multipliers": [1.0]}, {"combine": "concat_split"}),
+    "frozen MiniLM, cut vocabulary": ({"name": "wordlm", "length": 8}, {"combine": "concat_split"}),
     "cell2d": ({"name": "cell2d"}, {"position": {"scheme": "sincos2d", "grid_combine": "add"}}),
 }  # fmt: skip
 

@@ -39,6 +39,7 @@ import torch
 
 from pelab.analysis import additive
 from pelab.analysis.inputs import AnalysisInput, one_blas_thread, write_json
+from pelab.embedding import FrozenEmbedding
 from pelab.errors import PelabError
 from pelab.model import Transformer
 
@@ -170,7 +171,7 @@ def layer1_parts(model: Transformer, length: int, max_tokens: int = 4096) -> tup
         raise PelabError(why)
     emb = model.embed
     w = emb.combiner.widths
-    if isinstance(emb.token, torch.nn.Embedding):
+    if isinstance(emb.token, torch.nn.Embedding | FrozenEmbedding):  # a lookup table (MiniLM's frozen one too)
         raw = emb.token.weight[:max_tokens]  # (V, d_token)
     else:
         raw = emb.token(torch.eye(emb.token.in_features, dtype=emb.token.weight.dtype))  # (P, d_token)

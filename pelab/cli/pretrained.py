@@ -28,16 +28,18 @@ def pretrained(
             "(the default); repeat it to compare several side by side",
         ),
     ] = None,
-    corpus: Annotated[str | None, typer.Option(help="text file or folder for C9 (default: Python's stdlib)")] = None,
+    corpus: Annotated[
+        str | None, typer.Option(help="C9's text: prose (the default), code, or a text file or folder")
+    ] = None,
     seeds: Annotated[int, typer.Option(help="C9: seeds per arm (paired across arms)")] = 3,
-    steps: Annotated[int, typer.Option(help="C9: optimiser steps per run")] = 300,
+    steps: Annotated[int, typer.Option(help="C9: optimiser steps per run (default: the full preset's)")] = 1500,
     skip_c9: Annotated[bool, typer.Option("--skip-c9", help="only analyse the tables; train nothing")] = False,
 ) -> None:
     """What a pretrained model's positions encode (C16, C11, C1, geometry) beside a sinusoidal table of
     its size: MiniLM (pelab[pretrained]) by default, or local folders of BERT, RoBERTa, DistilBERT,
     ELECTRA, GPT-2, OPT, ViT and ViT-MAE models (--model, read with safetensors, never downloaded),
     several side by side. With MiniLM, also frozen word vectors + positions added or concatenated (C9:
-    the quick preset's C9 grids, run by the study driver into OUT/c9)."""
+    the full preset's C9 grids, word-piece language models, run by the study driver into OUT/c9)."""
     from pelab.weights.hf import BUILTIN, load_all
 
     names = list(dict.fromkeys(model or [BUILTIN]))

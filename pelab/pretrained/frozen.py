@@ -1,39 +1,46 @@
 """C9: does adding positions to pretrained (frozen) word vectors damage them?
 
-Every arm reads MiniLM's frozen word vectors (the ``wordorder`` task sets
-``token_table="minilm"``) on the ``wordorder`` task (a real paragraph's opening,
-forwards or reversed) and differs only in how positions meet them: ``add`` or
-``concat_split`` at the same width d, ``concat_wide`` (width d + d_position) and ``add``
-at that same total width, each with sinusoidal and with learned positions; and a
-control with no positions at all, which must sit at chance. Same task, batches, budget
-and evaluation set; seeds paired across arms.
+Every arm is a causal language model over MiniLM's word pieces of real text (the ``wordlm`` task: prose by
+default, the vocabulary cut to the training split's 4095 most frequent pieces and [UNK]) that reads MiniLM's
+frozen word vectors of those pieces (the task sets ``token_table="minilm"`` and ``token_rows``), and differs
+only in how positions meet them: ``add`` or ``concat_split`` at the same width d, ``concat_wide`` (width
+d + d_position) and ``add`` at that same total width, each with sinusoidal and with learned positions; and a
+control with no position encoding, which is not at chance (a causal model learns order from its mask: the
+pieces it may read). Same task, batches, budget and evaluation windows; seeds paired across arms. The deciding
+metric is bits per byte of the held-out text.
 
-The arms are ordinary ``[[grid]]``s of a study, written by ``grids_toml``: the presets
-hold its text for their budget (a test keeps them equal), so `pelab study` trains them
-with every other run, and `pelab pretrained` runs the same grids through
-``pelab.study.driver.run_study`` into a folder of its own. ``summarize`` reads the
+The arms are ordinary ``[[grid]]``s of a study, written by ``grids_toml``: the full preset holds its text for
+its budget (a test keeps them equal), so `pelab study` trains them with every other run, and `pelab pretrained`
+runs the same grids through ``pelab.study.driver.run_study`` into a folder of its own. ``summarize`` reads the
 stored runs back with the study's floor and margin.
 
-Word vectors are 384 wide; an arm whose token embedding is narrower reads their
-fixed PCA projection (see ``pelab.weights.minilm.word_table``). d = 128 keeps the
-whole experiment within a minute or two on two CPU cores.
+Word vectors are 384 wide; an arm whose token embedding is narrower reads a fixed PCA projection of the cut
+table (see ``pelab.weights.minilm.word_table``). The model size and budget come from a recorded pilot
+(bench/pilots/c9-wordlm.toml; its numbers are in the comments of pelab/presets/full.toml).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pelab.config import RunConfig
 from pelab.study.stats import t_interval
 
-#: What every arm shares (the width d is the add / concat_split width; concat_wide adds D_POSITION).
-D, D_POSITION, LENGTH, N_LAYERS, N_HEADS, LR, BATCH_SIZE = 128, 32, 16, 1, 4, 1e-3, 32
+#: The task every arm trains on.
+TASK = "wordlm"
+#: What every arm shares (the width d is the add / concat_split width; concat_wide adds D_POSITION), from the
+#: pilot (bench/pilots/c9-wordlm.toml).
+D, D_POSITION, LENGTH, N_LAYERS, N_HEADS, LR, BATCH_SIZE = 128, 32, 64, 1, 4, 3e-3, 16
+#: The full preset's budget (optimiser steps), and `pelab pretrained`'s default.
+STEPS = 1500
 POSITIONS = ("sinusoidal", "learned")
 COMBINES = ("add", "concat_split", "concat_wide")
 NAME = "C9: frozen MiniLM word vectors + positions"
+CONTROL = "no positions"
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,7 @@ class Budget:
     """What `pelab pretrained` may change; the rest is fixed above."""
 
     seeds: int = 3
-    steps: int = 300
+    steps: int = STEPS
     corpus: str | None = None
 
     def describe(self) -> dict[str, Any]:
@@ -55,9 +62,15 @@ def _inline(values: dict[str, Any]) -> str:
     return "{ " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in values.items()) + " }"
 
 
-def grids_toml(steps: int, corpus: str | None = None) -> str:
-    """C9's ``[[grid]]``s, as a study file holds them: the one list of C9's arms."""
-    task: dict[str, Any] = {"task.name": "wordorder", "task.length": LENGTH, "task.eval_multipliers": [1.0]}
+#: The full preset's C9 seeds: its grids train these, fixed and read once, as a confirmatory test (no pilot and no
+#: other preset trains them), so C9 never takes seeds in the preset's sequential rounds.
+FULL_SEEDS = (600, 601, 602, 603, 604)
+
+
+def grids_toml(steps: int, corpus: str | None = None, seeds: Sequence[int] = ()) -> str:
+    """C9's ``[[grid]]``s, as a study file holds them: the one list of C9's arms. With ``seeds``, every grid trains
+    those seeds of its own, as one confirmatory test (the full preset); without, the study's."""
+    task: dict[str, Any] = {"task.name": TASK, "task.length": LENGTH}
     if corpus is not None:
         task["task.corpus"] = corpus
     train = {"train.steps": steps, "train.batch_size": BATCH_SIZE, "train.lr": LR}
@@ -72,11 +85,13 @@ def grids_toml(steps: int, corpus: str | None = None) -> str:
          {"model.position.scheme": list(POSITIONS), "model.combine": list(COMBINES)}),
         ("C9: add at concat_wide's width", fixed(D + D_POSITION, combine="add"),
          {"model.position.scheme": list(POSITIONS)}),
-        ("C9: no positions (chance: 50%)", fixed(D, **none), {}),
+        ("C9: no position encoding (causal: order from the mask alone)", fixed(D, **none), {}),
     ]  # fmt: skip
     out = []
     for name, fixed, axes in grids:
-        out += ["[[grid]]", f"name = {json.dumps(name)}", f"set = {_inline(fixed)}"]
+        out += ["[[grid]]", f"name = {json.dumps(name)}"]
+        out += ["confirmatory = true", f"seeds = {list(seeds)}"] if seeds else []
+        out += [f"set = {_inline(fixed)}"]
         out += [f"axes = {_inline(axes)}"] if axes else []
         out.append("")
     return "\n".join(out)
@@ -93,18 +108,18 @@ def study_text(budget: Budget) -> str:
 
 def label(cfg: RunConfig) -> str | None:
     """A C9 run's arm, as the tables name it; None for a run of another task."""
-    if cfg.task.name != "wordorder":
+    if cfg.task.name != TASK or cfg.model.token_table != "minilm":
         return None
     m = cfg.model
     if m.combine == "none":
-        return "no positions"
+        return CONTROL
     wide = m.combine == "add" and m.d == D + D_POSITION
     return f"add@wide+{m.position.scheme}" if wide else f"{m.combine}+{m.position.scheme}"
 
 
 def arm_order() -> list[str]:
     """The arms' labels in the order the tables list them."""
-    out = ["no positions"]
+    out = [CONTROL]
     for p in POSITIONS:
         out += [f"{c}+{p}" for c in COMBINES] + [f"add@wide+{p}"]
     return out
@@ -116,6 +131,9 @@ COMPARISONS = [
     for p in POSITIONS
     for concat, base in (("concat_split", "add"), ("concat_wide", "add@wide"))
 ]
+#: The per-seed metrics a record carries (bits per byte decides; the loss and its context-free baseline say
+#: whether an arm learned).
+METRICS = ("bpb", "loss", "baseline_loss", "acc")
 
 
 def records(rows: list[dict[str, Any]], run_ids: set[str] | None = None) -> list[dict[str, object]]:
@@ -128,6 +146,7 @@ def records(rows: list[dict[str, Any]], run_ids: set[str] | None = None) -> list
         arm = label(cfg)
         if arm is None:
             continue
+        metrics = row["metrics"] or {}
         out.append(
             dict(
                 arm=arm,
@@ -135,8 +154,7 @@ def records(rows: list[dict[str, Any]], run_ids: set[str] | None = None) -> list
                 run_id=row["run_id"],
                 status=row["status"],
                 reason=row["reason"],
-                acc=(row["metrics"] or {}).get("acc", math.nan),
-                loss=(row["metrics"] or {}).get("loss", math.nan),
+                **{k: metrics.get(k, math.nan) for k in METRICS},
                 params=row["params"],
                 flops_per_token=row["flops_per_token"],
                 d_model=cfg.model.widths().model,
@@ -148,11 +166,13 @@ def records(rows: list[dict[str, Any]], run_ids: set[str] | None = None) -> list
 
 
 def summarize(records: list[dict[str, object]], floor: float, margin: float) -> dict[str, object]:
-    """Per arm: mean accuracy and 95% t-interval, size; per comparison: paired difference and verdict.
+    """Per arm: mean bits per byte and its 95% t-interval, loss as a share of the context-free baseline's, size;
+    per comparison: the paired relative difference of bits per byte and its verdict.
 
     ``floor`` and ``margin`` are the study's (``[report]``), and the verdicts are the study report's own rule
-    for C9 (``pelab.rules.family``: concat beats add on some comparison, Holm across them, held-out loss
-    where accuracy sits at its ceiling), so `pelab pretrained` and `pelab study` cannot disagree.
+    for C9 (``pelab.rules.family``: concat beats add on some comparison, Holm across them; language models are
+    decided on bits per byte, and learned when their loss is at most 80% of the context-free baseline's), so
+    `pelab pretrained` and `pelab study` cannot disagree.
     """
     from pelab.rules import Comparison, Side, family
 
@@ -162,20 +182,22 @@ def summarize(records: list[dict[str, object]], floor: float, margin: float) -> 
     table = {}
     for arm, rs in by_arm.items():
         done = [r for r in rs if r["status"] == "done"]
-        mean, lo, hi = t_interval([float(r["acc"]) for r in done])
+        mean, lo, hi = t_interval([float(r["bpb"]) for r in done])
+        shares = [float(r["loss"]) / float(r["baseline_loss"]) for r in done]
         table[arm] = dict(
-            acc=mean, acc_lo=lo, acc_hi=hi, seeds=len(done), failed=len(rs) - len(done),
+            bpb=mean, bpb_lo=lo, bpb_hi=hi, share=sum(shares) / len(shares) if shares else math.nan,
+            seeds=len(done), failed=len(rs) - len(done),
             params=int(rs[0]["params"] or 0), flops_per_token=int(rs[0]["flops_per_token"] or 0),
             d_model=rs[0]["d_model"], d_token=rs[0]["d_token"],
         )  # fmt: skip
 
     def side(arm: str) -> Side:
         done = [r for r in by_arm[arm] if r["status"] == "done"]
-        values = {k: {int(r["seed"]): float(r[k]) for r in done if k in r} for k in ("acc", "loss")}
+        values = {k: {int(r["seed"]): float(r[k]) for r in done if k in r} for k in METRICS}
         return Side(arm, values, params=table[arm]["params"], flops=table[arm]["flops_per_token"])
 
     pairs = [(arm, base) for arm, base in COMPARISONS if arm in by_arm and base in by_arm]
-    fam = family([Comparison({}, side(a), side(b)) for a, b in pairs], ("acc", "loss"), floor, margin)
+    fam = family([Comparison({}, side(a), side(b)) for a, b in pairs], ("bpb",), floor, margin)
     comparisons = []
     for (arm, base), row in zip(pairs, fam.rows, strict=True):
         t = row.test

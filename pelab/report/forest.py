@@ -50,7 +50,7 @@ OTHER = "#334155"
 #: The panel of rows without an interval: shown, so a reader sees that they exist and why nothing is drawn.
 NO_INTERVAL = "no interval: an arm below the floor, or no metric informed"
 #: Tasks whose arms learn by loss, not accuracy (``rules.Side.is_language_model``).
-LANGUAGE_MODELS = ("charlm", "mlm")
+LANGUAGE_MODELS = ("charlm", "mlm", "wordlm")
 #: The accuracy panel's unit (``scale_of("acc")``).
 ACCURACY = "pp accuracy"
 #: Keys of a row's ``where`` that name its group, in order, with their short names.

@@ -283,9 +283,9 @@ def _pretrained_models(table: Any) -> list[str]:
     old = [k for k in table if k in OLD_PRETRAINED_KEYS]
     if old:
         raise PelabError(
-            f"pretrained: C9's runs are ordinary [[grid]]s of the study now (task wordorder); remove {old[0]!r} "
+            f"pretrained: C9's runs are ordinary [[grid]]s of the study now (task wordlm); remove {old[0]!r} "
             "from the [pretrained] table (it only names models to compare) and copy the C9 grids from "
-            "pelab/presets/quick.toml"
+            "pelab/presets/full.toml"
         )
     _check_keys("pretrained", list(table), ["models"])
     models = table.get("models")

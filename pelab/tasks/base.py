@@ -96,6 +96,11 @@ class Task:
         accuracy has no ceiling to judge "learned" by (language models); None elsewhere."""
         return None
 
+    def bytes_per_target(self, split: str) -> float:
+        """Bytes of text one scored target stands for in ``split``, so that a language model's bits per target
+        over this is bits per byte: 1 where targets are bytes; a word piece stands for several."""
+        return 1.0
+
     # --- data -----------------------------------------------------------------------
     def batch(self, split: str, size: int, generator: torch.Generator, n: int | None = None) -> Batch:
         """``split`` is one of SPLITS. Generated tasks draw every split from the same distribution (the

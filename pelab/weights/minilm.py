@@ -95,6 +95,7 @@ class WordPiece:
         self.vocab_size = self._tok.get_vocab_size()
         self.sep_id = self._tok.token_to_id("[SEP]")
         self.pad_id = self._tok.token_to_id("[PAD]")
+        self.unk_id = self._tok.token_to_id("[UNK]")
 
     def encode(self, text: str) -> list[int]:
         return self._tok.encode(text, add_special_tokens=False).ids
@@ -129,21 +130,26 @@ def principal_directions(table: Tensor) -> Tensor:
 
 
 @functools.lru_cache(maxsize=8)
-def word_table(width: int, rms: float = 1.0) -> Tensor:
-    """MiniLM's word vectors as a frozen ``width``-wide token table, float32 (30522, width).
+def word_table(width: int, rms: float = 1.0, rows: tuple[int, ...] | None = None) -> Tensor:
+    """MiniLM's word vectors as a frozen ``width``-wide token table, float32 (30522, width), or (len(rows), width)
+    for the rows named (a vocabulary cut to the pieces a corpus uses: ``pelab.tasks.wordlm``).
 
     Full width (384) is the table itself. A narrower one (``concat_split`` leaves the
     tokens d - d_position channels) is a fixed PCA: the vectors projected on the top
-    ``width`` principal directions of the centred table, which keeps the most variance
-    any linear map to ``width`` channels can keep, needs no training and is the same on
-    every run. The result is then scaled by one scalar so its entries have root mean
-    square ``rms`` (pelab's own token embeddings start at the combiner's init scale, and
-    sinusoidal and learned positions are unit scale), so an arm compares geometry,
-    not a scale mismatch between word and position vectors.
+    ``width`` principal directions of the centred table (of the rows kept, when cut), which
+    keeps the most variance any linear map to ``width`` channels can keep, needs no training
+    and is the same on every run. The result is then scaled by one scalar so its entries have
+    root mean square ``rms`` (pelab's own token embeddings start at the combiner's init scale,
+    and sinusoidal and learned positions are unit scale), so an arm compares geometry, not a
+    scale mismatch between word and position vectors.
     """
     if not 1 <= width <= WIDTH:
         raise PelabError(f"d: MiniLM's word vectors are {WIDTH} wide; the token embedding asks for {width}")
     w = load_tables().word.double()
+    if rows is not None:
+        if not rows or min(rows) < 0 or max(rows) >= VOCAB_SIZE:
+            raise PelabError(f"token_rows: MiniLM's rows are 0..{VOCAB_SIZE - 1}; got {len(rows)} rows outside it")
+        w = w[torch.tensor(rows, dtype=torch.long)]  # (V', 384)
     if width < WIDTH:
         w = w @ principal_directions(w)[:, :width]  # (V, width)
     return (w * (rms / w.pow(2).mean().sqrt())).float()

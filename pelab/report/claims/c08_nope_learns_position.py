@@ -55,6 +55,8 @@ def _c8_arms(ctx: ReportContext) -> Iterator[tuple[TaskPlace, str, str, pd.DataF
     """C8's causal decoders, NoPE and learned, per configuration of each task: (task and what tells two
     configurations apart, scheme, combine, arm, the runs it probes)."""
     dec = ctx.frame[ctx.frame["model.kind"] == "decoder"] if "model.kind" in ctx.frame else ctx.frame.iloc[0:0]
+    if "model.token_table" in dec:  # C9's word-piece models on frozen MiniLM vectors are C9's evidence alone
+        dec = dec[dec["model.token_table"].isna()]
     for task in dict.fromkeys(dec["task.name"]):
         for scheme, comb in (("none", "none"), ("learned", "add")):
             arm = select(dec, task__name=task, model__position__scheme=scheme, model__combine=comb)

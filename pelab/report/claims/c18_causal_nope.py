@@ -164,9 +164,9 @@ def gap_text(fam: Family, nope_is_a: bool, floor: float | None = None) -> str:
     "where it trails beyond that, the half fails and the gap is stated with its interval (SCIENCE.md's 'trailing "
     "it by a stated amount'); a NoPE model that did not learn where the best did fails it too; masked: NoPE far "
     "worse, the best scheme beating it by more than ±2% beyond the "
-    "interval, on every comparison. Supported when both halves hold, not supported when either fails, partly run "
-    "when a half was not run, inconclusive when one is not settled; an arm learned when its loss is at most 80% of the context-free "
-    "(unigram) baseline's",
+    "interval, on every comparison. Supported when both halves hold, not supported when either fails, partly "
+    "run when a half was not run, inconclusive when one is not settled; an arm learned when its loss is at most "
+    "80% of the context-free (unigram) baseline's",
     metrics=("bpb",),
 )
 def c18(ctx: ReportContext, r: ClaimResult) -> ClaimResult:

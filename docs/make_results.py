@@ -8,6 +8,11 @@ page cannot go stale silently when a change moves the runs it reports.
 
     python docs/make_results.py pelab-out/full --command "pelab study --preset full" \
         --commit 170220a --cpu "AMD EPYC, 2 cores" --wall "1 h 32 min" [--to docs]
+
+When the preset moves and the study has not been run again yet, the page is marked out of date instead, with the
+counts of runs moved computed here and checked by the test (a page can be stale, never silently):
+
+    python docs/make_results.py --out-of-date "The language-model sweep moved to English prose."
 """
 
 from __future__ import annotations
@@ -19,8 +24,12 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-#: The figures copied beside the page: the answer's overview, then the central claims' forest plots.
-FIGURES = ("overview-forest", "forest-c6", "forest-c9", "forest-c7", "forest-c18", "forest-c2")
+#: The figures copied beside the page: the answer (the language models' gap against width and along training), the
+#: overview, then the central claims' forest plots.
+FIGURES = ("gap-lm", "overview-forest", "forest-c6", "forest-c9", "forest-c7", "forest-c18", "forest-c2")
+#: The line that opens an out-of-date page; ``out_of_date`` writes it and tests/test_docs_results.py checks its
+#: numbers against the code, so a stale page says so with the right counts or the test fails.
+STALE = "> **Out of date: do not cite these verdicts.**"
 #: The preset the page reports.
 FULL = Path(__file__).parents[1] / "pelab" / "presets" / "full.toml"
 #: The report's section the page keeps: its first screen (the answer, the overview figure, published vs measured).
@@ -90,6 +99,65 @@ def run_ids(folder: Path, preset: Path = FULL) -> list[str]:
     return sorted(done & planned)
 
 
+def staleness(to: Path, preset: Path = FULL) -> tuple[int, int, int]:
+    """(stale, stored, missing): the page's runs the code no longer computes for the preset (at any seed count
+    its rounds allow), the page's runs, and the runs of the preset's first round the page lacks."""
+    from pelab.study.grid import parse_study, with_seeds
+
+    stored = set((to / "results" / "run_ids.txt").read_text().split())
+    study = parse_study(preset.read_text(), str(preset))
+    cap = study.sequential.max_seeds if study.sequential is not None else None
+    every = with_seeds(study, {r.arm_id: cap for r in study.runs}) if cap else study
+    computed = {r.run_id for r in every.runs}
+    first = {r.run_id for r in study.runs}
+    return len(stored - computed), len(stored), len(first - stored)
+
+
+def out_of_date(stale: int, stored: int, missing: int, why: str) -> str:
+    """The banner of a page whose runs the preset has moved away from: the counts are the code's (``staleness``),
+    ``why`` says in a sentence what changed."""
+    return (
+        f"{STALE} The full preset has changed since this run: {stale} of this page's {stored} runs are no longer "
+        f"in it, and {missing} runs of its first round are not on this page. {why} The page is made again from "
+        "`pelab study --preset full` and this script; until then the README's main job (the `quick` preset) gives "
+        "the current rules' answer."
+    )
+
+
+def mark_out_of_date(to: Path, why: str) -> Path:
+    """Put (or renew) the out-of-date banner under the page's title, leaving the rest of the page as it was made."""
+    page = to / "results.md"
+    lines = [ln for ln in page.read_text().splitlines() if not ln.startswith(STALE)]
+    counts = staleness(to)
+    banner = out_of_date(*counts, why) if counts[0] or counts[2] else None
+    if banner:
+        lines[1:1] = ["", banner]
+    text = "\n".join(lines) + "\n"
+    page.write_text(text.replace("\n\n\n", "\n\n"))
+    return page
+
+
+def publish_runs(folder: Path, figures: Path, ids: list[str]) -> None:
+    """claims.json and the stored rows of the page's runs (gzipped CSV, one row per run with its config, curve
+    and final metrics, as results.sqlite holds them), so anyone can recompute the verdicts without training."""
+    import csv
+    import gzip
+    import io
+
+    shutil.copyfile(folder / "claims.json", figures / "claims.json")
+    wanted = set(ids)
+    with sqlite3.connect(folder / "results.sqlite") as conn:
+        cur = conn.execute("SELECT * FROM runs WHERE status = 'done' ORDER BY run_id")
+        names = [c[0] for c in cur.description]
+        rows = [r for r in cur if r[names.index("run_id")] in wanted]
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(names)
+    w.writerows(rows)
+    with gzip.GzipFile(figures / "runs.csv.gz", "wb", mtime=0) as f:  # mtime 0: the same runs give the same bytes
+        f.write(buf.getvalue().encode())
+
+
 def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall: str) -> Path:
     report_md = (folder / "report.md").read_text()
     claims = json.loads((folder / "claims.json").read_text())
@@ -103,6 +171,7 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
         if src.exists():
             shutil.copyfile(src, figures / src.name)
     (figures / "run_ids.txt").write_text("\n".join(ids) + "\n")
+    publish_runs(folder, figures, ids)
     provenance = [
         "| | |",
         "|---|---|",
@@ -110,7 +179,8 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
         f"| commit | `{commit}` |",
         f"| CPU | {cpu} |",
         f"| wall time | {wall} |",
-        f"| runs | {len(ids)} finished; run ids in [results/run_ids.txt](results/run_ids.txt) |",
+        f"| runs | {len(ids)} finished; run ids in [results/run_ids.txt](results/run_ids.txt); their stored rows in "
+        "[results/runs.csv.gz](results/runs.csv.gz) and the verdicts in [results/claims.json](results/claims.json) |",
     ]
     if design:
         provenance.append(
@@ -124,8 +194,8 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
         "The full preset's study (`pelab/presets/full.toml`), from a fresh clone, and its report's first "
         "screen and verdicts, unedited. Verdicts hold at this scale only (small models, short training, 2 CPU "
         "cores); rerun it to check them, or change the preset to ask your own question. "
-        "tests/test_docs_results.py fails when the code no longer computes these runs' ids (the page is then "
-        "stale: rerun the command and this script).",
+        "tests/test_docs_results.py fails when the code no longer computes these runs' ids and the page does not "
+        "open by saying so (then rerun the command and this script).",
         "",
         *provenance,
         "",
@@ -140,7 +210,7 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
         "## The central claims' comparisons",
         "",
     ]
-    for name in FIGURES[1:]:
+    for name in FIGURES[2:]:
         if (figures / f"{name}.png").exists():
             page.append(f"![{name}](results/{name}.png)\n")
     out = to / "results.md"
@@ -150,13 +220,19 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("folder", type=Path, help="a finished study folder (pelab study --preset full)")
+    p.add_argument("folder", type=Path, nargs="?", help="a finished study folder (pelab study --preset full)")
     p.add_argument("--to", type=Path, default=Path(__file__).parent, help="the docs folder")
-    p.add_argument("--command", required=True)
-    p.add_argument("--commit", required=True)
-    p.add_argument("--cpu", required=True)
-    p.add_argument("--wall", required=True)
+    p.add_argument("--command")
+    p.add_argument("--commit")
+    p.add_argument("--cpu")
+    p.add_argument("--wall")
+    p.add_argument("--out-of-date", metavar="WHY", help="only mark the page out of date (what changed, a sentence)")
     a = p.parse_args()
+    if a.out_of_date:
+        print(mark_out_of_date(a.to, a.out_of_date))
+        return
+    if a.folder is None or None in (a.command, a.commit, a.cpu, a.wall):
+        p.error("a study folder and --command, --commit, --cpu and --wall are needed to write the page")
     print(write_page(a.folder, a.to, a.command, a.commit, a.cpu, a.wall))
 
 

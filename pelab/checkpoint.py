@@ -52,8 +52,10 @@ def load(path: str | Path, device: str = "cpu") -> Transformer:
             "machine; rerun its study to remake it"
         ) from None
     except (ValueError, TypeError, RuntimeError, SafetensorError) as e:
-        if isinstance(e, PelabError):
+        if isinstance(e, PelabError) and str(e).startswith("checkpoint:"):
             raise
+        if isinstance(e, PelabError):  # a config or weights pelab cannot build (rows no table holds): the file's fault
+            raise PelabError(f"checkpoint: {path} holds a model pelab cannot build ({e})") from None
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise PelabError(f"checkpoint: {path} does not hold a pelab model ({first})") from None
     return model.to(device)

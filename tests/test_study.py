@@ -96,8 +96,10 @@ def test_malformed_study_one_line_exit_2_nothing_written(tmp_path: Path, text: s
         parse_study(text)
 
 
-def test_pretrained_table_points_at_the_quick_preset() -> None:
-    with pytest.raises(PelabError, match=r"pelab/presets/quick\.toml") as e:
+def test_pretrained_table_points_at_the_full_preset() -> None:
+    """C9's grids live in full (wordlm); the old [pretrained] seeds key points there, to a file that exists."""
+    assert (Path(__file__).parents[1] / "pelab" / "presets" / "full.toml").is_file()
+    with pytest.raises(PelabError, match=r"pelab/presets/full\.toml") as e:
         parse_study(STUDY.format(steps=30) + "\n[pretrained]\nseeds = 3\n")
     assert "\n" not in str(e.value)
 

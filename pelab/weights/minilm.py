@@ -147,8 +147,14 @@ def word_table(width: int, rms: float = 1.0, rows: tuple[int, ...] | None = None
         raise PelabError(f"d: MiniLM's word vectors are {WIDTH} wide; the token embedding asks for {width}")
     w = load_tables().word.double()
     if rows is not None:
-        if not rows or min(rows) < 0 or max(rows) >= VOCAB_SIZE:
-            raise PelabError(f"token_rows: MiniLM's rows are 0..{VOCAB_SIZE - 1}; got {len(rows)} rows outside it")
+        if not rows:
+            raise PelabError(f"token_rows: empty; name at least one of MiniLM's rows 0..{VOCAB_SIZE - 1}")
+        outside = [r for r in rows if not 0 <= r < VOCAB_SIZE]
+        if outside:
+            raise PelabError(
+                f"token_rows: MiniLM's rows are 0..{VOCAB_SIZE - 1}; {len(outside)} of the {len(rows)} rows named "
+                f"are outside it (first: {outside[0]})"
+            )
         w = w[torch.tensor(rows, dtype=torch.long)]  # (V', 384)
     if width < WIDTH:
         w = w @ principal_directions(w)[:, :width]  # (V, width)

@@ -126,3 +126,33 @@ def test_the_readmes_picture_is_the_quick_presets_runs() -> None:
     stored = set((DOCS / "quick" / "run_ids.txt").read_text().split())
     assert stored == {r.run_id for r in quick.runs}, "rerun the main job and copy figures/gap-lm.png and the run ids"
     assert (DOCS / "quick" / "gap-lm.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_published_runs_are_the_pages_runs_byte_for_byte(tmp_path: Path) -> None:
+    """publish_runs writes claims.json as the study wrote it and the stored rows of exactly the page's runs (a
+    failed run and a run outside the page are left out), the same bytes for the same runs."""
+    import csv
+    import gzip
+    import io
+    import sqlite3
+
+    folder, out = tmp_path / "study", tmp_path / "results"
+    folder.mkdir()
+    out.mkdir()
+    (folder / "claims.json").write_text('[{"id": "C6", "verdict": "supported"}]')
+    with sqlite3.connect(folder / "results.sqlite") as conn:
+        conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, config TEXT, status TEXT, metrics TEXT)")
+        conn.executemany(
+            "INSERT INTO runs VALUES (?, ?, ?, ?)",
+            [("b", '{"d": 32}', "done", '{"loss": 1.5}'), ("a", "{}", "done", "{}"), ("c", "{}", "failed", "{}"),
+             ("z", "{}", "done", "{}")],
+        )  # fmt: skip
+    maker = _maker()
+    maker.publish_runs(folder, out, ["a", "b", "c"])
+    first = (out / "runs.csv.gz").read_bytes()
+    rows = list(csv.reader(io.StringIO(gzip.decompress(first).decode())))
+    assert rows == [["run_id", "config", "status", "metrics"], ["a", "{}", "done", "{}"],
+                    ["b", '{"d": 32}', "done", '{"loss": 1.5}']]  # fmt: skip
+    assert (out / "claims.json").read_text() == (folder / "claims.json").read_text()
+    maker.publish_runs(folder, out, ["a", "b", "c"])
+    assert (out / "runs.csv.gz").read_bytes() == first

@@ -37,7 +37,7 @@ KEEP = ("## What this run says",)
 
 
 def own_seeds() -> str:
-    """"; grid 'X': its own 30 seeds (200–229), ..." for the preset's grids with their own seeds."""
+    """ "; grid 'X': its own 30 seeds (200–229), ..." for the preset's grids with their own seeds."""
     from pelab.study.design import seed_span
     from pelab.study.grid import load_study
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pelab.study.grid import parse_study, with_seeds
+from pelab.study.grid import with_seeds
 
 DOCS = Path(__file__).parents[1] / "docs"
 FULL = Path(__file__).parents[1] / "pelab" / "presets" / "full.toml"

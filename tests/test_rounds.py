@@ -342,8 +342,11 @@ def test_an_arm_cannot_train_two_lists_of_seeds() -> None:
         str(e.value)
     )
     # the same seeds in another order are the same list: two grids may give one arm its own seeds
-    twice = own_seeds().replace('set = { "model.d" = 24 }\n', "").replace(
-        'name = "sequential"\n', 'name = "sequential"\nseeds = [15, 14, 13, 12, 11, 10]\n')
+    twice = (
+        own_seeds()
+        .replace('set = { "model.d" = 24 }\n', "")
+        .replace('name = "sequential"\n', 'name = "sequential"\nseeds = [15, 14, 13, 12, 11, 10]\n')
+    )
     assert {r.seed for r in parse_study(twice).runs} == set(range(10, 16))
 
 

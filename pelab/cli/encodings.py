@@ -80,8 +80,7 @@ def show(
     table = scheme_table(position, d, length, parse_grid(grid), max_len=max_len)
     if table is None:
         raise PelabError(
-            f"scheme: {scheme} has no input table (it acts inside attention); "
-            f"schemes with one: {with_tables()}"
+            f"scheme: {scheme} has no input table (it acts inside attention); schemes with one: {with_tables()}"
         )
     values = table.numpy()
     if csv is not None:

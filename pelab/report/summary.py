@@ -255,8 +255,10 @@ def seeds_used(ctx: ReportContext) -> tuple[list[int], str, str]:
     apart = [f"{' or '.join(map(str, own))} on a grid's own seeds"] if mixed else []
     if counts[0] == counts[-1]:
         return seeds, f"{counts[0]} paired seeds", "; ".join(apart)
-    return seeds, f"{counts[0]} to {counts[-1]} paired seeds", "; ".join(
-        (["sequential"] if ctx.study.sequential else []) + apart
+    return (
+        seeds,
+        f"{counts[0]} to {counts[-1]} paired seeds",
+        "; ".join((["sequential"] if ctx.study.sequential else []) + apart),
     )
 
 

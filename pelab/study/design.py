@@ -169,7 +169,7 @@ def seeds_text(study: Study, design: Design) -> str:
 
 
 def fixed_text(study: Study) -> str:
-    """"; fixed seeds, read without interim looks: lookup: add, d=16 30 (seeds 200–229); …" for the arms of
+    """ "; fixed seeds, read without interim looks: lookup: add, d=16 30 (seeds 200–229); …" for the arms of
     grids with their own seeds (``Study.fixed``), "" where there are none."""
     if not study.fixed:
         return ""

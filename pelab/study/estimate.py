@@ -147,7 +147,9 @@ def record_pace(estimated: float, wall: float) -> None:
     except (TypeError, ValueError):
         before = (0.0, 0.0)
     table[machine_key()] = {
-        "estimated": round(before[0] + estimated, 1), "wall": round(before[1] + wall, 1), "fit": list(CPU_FIT)
+        "estimated": round(before[0] + estimated, 1),
+        "wall": round(before[1] + wall, 1),
+        "fit": list(CPU_FIT),
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -94,6 +94,19 @@ def test_the_sentence_counts_each_reading_with_its_least_established_size() -> N
         "bits per byte)."
     )
     assert pairing_sentence(points, "concat_wide vs add at its width") is None
+    # rows read as exploratory (a grid not marked confirmatory, or rules changed since its runs) say so in the sentence
+    for r in rows:
+        r["reading"] = "confirmatory"
+    confirmed = pairing_sentence(gap_points(claims_of(rows), frame_of(rows)), "concat_split vs add")
+    assert confirmed == text and "xploratory" not in confirmed
+    rows[0]["reading"] = "exploratory"
+    tagged = pairing_sentence(gap_points(claims_of(rows), frame_of(rows)), "concat_split vs add")
+    assert tagged == text + " Exploratory in 1 of 4: see the protocol line."
+    for r in rows:
+        r["reading"] = "exploratory"
+    assert pairing_sentence(gap_points(claims_of(rows), frame_of(rows)), "concat_split vs add") == (
+        text + " Exploratory: see the protocol line."
+    )
 
 
 def curve(step_losses: list[float], batch: int = 32, length: int = 64) -> list[dict[str, float]]:
@@ -105,7 +118,7 @@ def stored(run_id: str, seed: int, losses: list[float], d: int = 32, combine: st
     return {
         "run_id": run_id, "status": "done", "curve": curve(losses), "params": params, "flops_per_token": flops,
         "config": {"seed": seed, "task": {"name": "charlm", "length": 64},
-                   "train": {"batch_size": 32, "steps": 10 * len(losses)},
+                   "train": {"batch_size": 32, "steps": 10 * len(losses), "lr": 0.01},
                    "model": {"d": d, "combine": combine, "n_layers": 2, "position": {"scheme": scheme}}},
     }  # fmt: skip
 
@@ -158,7 +171,8 @@ def test_facts_and_the_sentences_before_the_picture_stay_short(tmp_path: Path) -
     )
     assert scale_sentence(facts) == (
         "Scale: byte-level models of 2 layers and 64-byte contexts, 990–1,300 parameters, 0.12M tokens each, 3 paired "
-        "seeds per arm; the last fifth of training still improved validation loss by 0.4%."
+        "seeds per arm; the last fifth of training still improved validation loss by 0.4%; one learning rate (0.01) "
+        "for every arm."
     )
     sentences = lm_sentences(ctx, claims_of(rows))
     heading = "What this run says Why are positional encodings added to token embeddings rather than concatenated? "

@@ -24,7 +24,9 @@ from pelab.report.claims.c17_extrapolation import rule_c17
 from pelab.rules import (
     INCONCLUSIVE,
     NO_INFO,
+    NOT_RUN,
     NOT_SUPPORTED,
+    PARTLY_RUN,
     PROBE,
     SUPPORTED,
     TOO_SMALL,
@@ -347,6 +349,11 @@ def test_c8_every_branch() -> None:
     assert rule_c8(["none"], noisy) == INCONCLUSIVE
     # A decoder that did not learn its task is never probed for a verdict.
     assert rule_c8(["none"], probe_family([0.6] * 5, [0.1] * 5, [0.2] * 5, acc=[0.45] * 5)) == TOO_SMALL
+    # No decoder in the study: the exact half ran, the probe half did not ("partly run", as C4 and C18 read it);
+    # the exact half failing still refutes the claim.
+    absent, _ = rule_c8_probe([])
+    assert absent.verdict == NOT_RUN and rule_c8(["none"], absent) == PARTLY_RUN
+    assert rule_c8(["none", "alibi"], absent) == NOT_SUPPORTED
 
 
 def test_c8_needs_a_minimum_effect_of_ten_points_over_both_controls() -> None:

@@ -177,6 +177,23 @@ def test_intervals_are_shown_within_the_metrics_range() -> None:
     assert text == (f"A's held-out loss {100 * math.expm1(heavy.mean):+.1f}% [{100 * math.expm1(lo):+.1f}%, "
                     f"{100 * math.expm1(hi):+.1f}%] relative to B's")  # fmt: skip
     res = resolve("better", LOSS, (lo, hi), 0.95)
-    # oriented: A better by at most −lo on the log scale, B's loss then exp(−lo) times A's
+    # oriented: A better by at most −lo on the log scale; the text shows it as the interval does, on B's base
     assert res is not None and res.a_by_at_most == pytest.approx(-lo) and res.b_by_at_most == pytest.approx(hi)
-    assert f"A better by at most {100 * math.expm1(-lo):.1f}%" in res.text
+    assert f"A better by at most {-100 * math.expm1(lo):.1f}%" in res.text
+
+
+def test_a_relative_resolution_reads_on_the_intervals_own_base() -> None:
+    """quick's C6 printed "−5.8% [−7.2%, −4.2%] relative to B's" beside "A better by 4.4% to 7.8% of B's": the same
+    log-ratio interval turned to A's base. The resolution's numbers are now the interval's own ends, either way."""
+    from pelab.rules import LOSS, Test, difference_text
+
+    lo, hi = math.log(1 - 0.072), math.log(1 - 0.042)
+    win = resolve("better", LOSS, (lo, hi), 0.975)
+    assert win is not None and win.text == "A better by 4.2% to 7.2% of B's held-out loss at 97.50%"
+    assert win.within_text == "7.2% of B's held-out loss"
+    worse = resolve("better", LOSS, (-hi, -lo), 0.95)  # A above B: the interval prints +4.4% to +7.8%
+    assert worse is not None and worse.text == "B better by 4.4% to 7.8% of B's held-out loss at 95%"
+    shown = difference_text(Test(LOSS, (-hi, -lo, -hi, -lo)), (-hi, -lo))
+    assert "[+4.4%, +7.8%]" in shown
+    eq = resolve("equivalent", LOSS, (math.log(0.99), math.log(1.015)), 0.95)
+    assert eq is not None and eq.text == "within ±1.5% of B's held-out loss at 95%"

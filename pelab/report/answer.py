@@ -63,6 +63,9 @@ class GapPoint:
     level: float
     a_runs: list[str] = field(default_factory=list)
     b_runs: list[str] = field(default_factory=list)
+    #: the row's protocol reading: "confirmatory" (a confirmatory grid read by the rules it was trained under) or
+    #: "exploratory"; "" in a claims.json written before rows carried it
+    protocol: str = ""
 
     @property
     def decided(self) -> bool:
@@ -115,6 +118,7 @@ def gap_points(claims: Sequence[ClaimResult], frame: Any) -> list[GapPoint]:
                 level=float(r.get("level", 0.95)),
                 a_runs=list(r["a_runs"]),
                 b_runs=list(r["b_runs"]),
+                protocol=str(r.get("reading", "")),
             )
         )
     return sorted(out, key=lambda p: (list(KINDS.values()).index(p.kind), p.pairing, p.scheme, p.d))
@@ -296,7 +300,11 @@ def pairing_sentence(points: Sequence[GapPoint], pairing: str) -> str | None:
     kinds = sorted({p.kind for p in mine}, key=list(KINDS.values()).index)
     schemes = sorted({p.scheme for p in mine})
     where = f"{' and '.join(kinds)}, {_widths(mine)}, {' and '.join(schemes)} positions"
-    return f"{LEADS[pairing]}: " + "; ".join(parts) + f" ({where}; bits per byte)."
+    tag = ""
+    loose = [p for p in mine if p.protocol == "exploratory"]
+    if loose:  # a confirmatory grid read by rules changed since its runs, or a grid never marked confirmatory
+        tag = " Exploratory" + ("" if len(loose) == n else f" in {len(loose)} of {n}") + ": see the protocol line."
+    return f"{LEADS[pairing]}: " + "; ".join(parts) + f" ({where}; bits per byte)." + tag
 
 
 @dataclass(frozen=True)
@@ -314,6 +322,8 @@ class Facts:
     split_params: dict[int, float]
     #: mean improvement of validation loss over the last fifth of training, per model kind (None: no curves)
     last_fifth: dict[str, float]
+    #: the learning rates the points' runs trained at (one for every arm, or a grid each arm chose from)
+    rates: tuple[float, ...] = ()
 
 
 def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None:
@@ -360,6 +370,7 @@ def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None
         wide_cost=dict(sorted(wide_cost.items())),
         split_params=dict(sorted(split_params.items())),
         last_fifth={k: float(np.mean(v)) for k, v in last.items()},
+        rates=tuple(sorted({float(r["config"]["train"]["lr"]) for r in rows if "lr" in r["config"]["train"]})),
     )
 
 
@@ -400,6 +411,10 @@ def scale_sentence(facts: Facts) -> str:
         many = len(facts.last_fifth) > 1
         each = [f"{100 * v:.1f}%" + (f" ({k})" if many else "") for k, v in facts.last_fifth.items()]
         text += f"; the last fifth of training still improved validation loss by {' and '.join(each)}"
+    if len(facts.rates) == 1:  # a gap at one rate may be one of learning speed: the reader is told it was one rate
+        text += f"; one learning rate ({facts.rates[0]:g}) for every arm"
+    elif facts.rates:
+        text += f"; learning rates {', '.join(f'{x:g}' for x in facts.rates)}"
     return text + "."
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pelab.report.context import ReportContext
 from pelab.rules import INCONCLUSIVE
-from pelab.rules.metrics import LOSS_MARGIN_TEXT, SOLVED_TEXT
+from pelab.rules.metrics import LM_RULE_TEXT, LOSS_MARGIN_TEXT, SOLVED_TEXT
 from pelab.rules.resolution import claim_resolution
 
 #: The deciding metrics of a claim drawn from trained arms, in order: accuracy at the training size; held-out
@@ -111,10 +111,12 @@ class Claim:
         return int(self.id[1:])
 
     def rule_for(self, floor: float, margin: float) -> str:
-        """The rule in words with the study's floor and margin, the relative margin and the solved rule filled in."""
-        return self.rule.format(
+        """The rule in words with the study's floor and margin, the relative margin and the solved rule filled in;
+        a rule on the chain of trained arms' metrics adds how it reads language models."""
+        text = self.rule.format(
             floor=f"{floor:.0%}", margin=f"±{100 * margin:g} pp", loss_margin=LOSS_MARGIN_TEXT, solved=SOLVED_TEXT
         )
+        return f"{text}; {LM_RULE_TEXT}" if "acc" in self.metrics and "loss" in self.metrics else text
 
     def run(self, ctx: ReportContext) -> ClaimResult:
         r = ClaimResult(

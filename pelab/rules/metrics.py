@@ -191,6 +191,12 @@ def metric(key: str) -> Metric:
 LOSS_MARGIN_TEXT = (
     f"±{RELATIVE_MARGIN:.0%} relative loss, read on per-seed log-ratios: |log(A / B)| ≤ log {1 + RELATIVE_MARGIN:g}"
 )
+#: How a rule drawn from trained arms reads language models (``families.chain_for``, ``Side.learned``), appended to
+#: those rules in the report, so a reader of a language-model row sees the metric and the floor it was read on.
+LM_RULE_TEXT = (
+    "language models (charlm, mlm, wordlm) are decided on bits per byte instead, on the same margin, an arm counting "
+    f"as learned when its held-out loss is at most {LM_LEARNED_SHARE:.0%} of the context-free (unigram) baseline's"
+)
 SOLVED_TEXT = (
     f"a comparison whose arms both solved the task (each mean accuracy within {100 * CEILING:g} pp of 100%, or each "
     f"mean held-out loss at most {LOSS_FLOOR} nats) is no information on accuracy, held-out loss and learning speed "

@@ -13,8 +13,9 @@ tells a reader nothing of how close the arms are. The interval still bounds the 
 
 Numbers are oriented (positive = A better) in the deciding metric's units: percentage points for accuracy-like
 metrics; for relative ones (held-out loss, bits per byte) the per-seed log-ratio log(A / B) the verdict reads, shown
-as the change 100·(exp(x) − 1)%: an effect of p% either way means the worse arm's value is up to (1 + p / 100) times
-the better arm's, the same size whichever arm is called A. The interval is the one the verdict read, at its level
+as the change 100·(exp(x) − 1)% of B's value, as the interval beside it reads: A's bits per byte 4.2% to 7.2% under B's
+read "A better by 4.2% to 7.2% of B's", never the same interval turned into A's base (4.4% to 7.8%), which a reader
+would set against the interval's own ends and find different. The interval is the one the verdict read, at its level
 (95%, or a Holm level), so the resolution is exactly as sure as the verdict beside it. It is a pure function of the
 interval, the metric and the level: it never changes a verdict (``rules.decide`` does not read it).
 """
@@ -72,15 +73,16 @@ def level_text(level: float) -> str:
     return "95%" if abs(level - 0.95) < 1e-9 else f"{100 * level:.2f}%"
 
 
-def number_text(m: Metric, x: float) -> str:
-    """An effect size in the metric's units, unsigned: "2.3 pp", "1.8%", "0.012"."""
-    return m.fmt_diff(abs(x)).lstrip("+")
+def raw_number(m: Metric, raw: float) -> str:
+    """An end of the raw A − B interval as the size the interval itself prints, unsigned: "2.3 pp"; a relative
+    metric's log-ratio as |100·(exp(x) − 1)|% of B's value ("7.2%" for x = −0.0748)."""
+    return m.fmt_diff(raw).lstrip("+-")
 
 
-def size_text(m: Metric, x: float) -> str:
-    """The same with the metric named: "2.3 pp accuracy", "1.8% of B's held-out loss" (relative metrics)."""
+def raw_size(m: Metric, raw: float) -> str:
+    """``raw_number`` with the metric named: "1.8% of B's held-out loss"."""
     of_b = "of B's " if m.relative else ""
-    return f"{number_text(m, x)} {of_b}{m.label}"
+    return f"{raw_number(m, raw)} {of_b}{m.label}"
 
 
 def resolve(
@@ -99,31 +101,37 @@ def resolve(
     within = max(abs(lo), abs(hi))
     a_most, b_most = max(hi, 0.0), max(-lo, 0.0)
     at = level_text(level)
+
+    def raw(o: float) -> float:  # an oriented end back to the raw interval's sign, to be shown as the interval is
+        return o if m.higher_is_better else -o
+
+    widest = max((raw_lo, raw_hi), key=lambda r: float(raw_number(m, r).split()[0].rstrip("%")))
     if reading == "equivalence":
         needed = within
-        text = f"within ±{size_text(m, within)} at {at}"
+        text = f"within ±{raw_size(m, widest)} at {at}"
         if lo > 0 or hi < 0:
-            text += f" (apart by at least {number_text(m, min(abs(lo), abs(hi)))})"
+            nearest = min((raw_lo, raw_hi), key=lambda r: float(raw_number(m, r).split()[0].rstrip("%")))
+            text += f" (apart by at least {raw_number(m, nearest)})"
     elif reading == "non_inferiority":
         needed = b_most
         text = (
-            f"A better by at least {size_text(m, lo)} at {at}"
+            f"A better by at least {raw_size(m, raw(lo))} at {at}"
             if lo > 0
-            else f"A trails B by at most {size_text(m, b_most)} at {at}"
+            else f"A trails B by at most {raw_size(m, raw(lo))} at {at}"
         )
     else:
         needed = within
         if lo > 0:
-            text = f"A better by {number_text(m, lo)} to {size_text(m, hi)} at {at}"
+            text = f"A better by {raw_number(m, raw(lo))} to {raw_size(m, raw(hi))} at {at}"
         elif hi < 0:
-            text = f"B better by {number_text(m, -hi)} to {size_text(m, -lo)} at {at}"
+            text = f"B better by {raw_number(m, raw(hi))} to {raw_size(m, raw(lo))} at {at}"
         else:
-            text = f"within ±{size_text(m, within)} at {at} (A better by at most {number_text(m, a_most)}, B by at "
-            text += f"most {number_text(m, b_most)})"
+            text = f"within ±{raw_size(m, widest)} at {at} (A better by at most {raw_number(m, raw(a_most))}, B by "
+            text += f"at most {raw_number(m, raw(-b_most))})"
     no_margin = (reading == "direction" and (lo > 0 or hi < 0)) or (reading == "non_inferiority" and lo > 0)
     if n is not None and n < min_seeds and not no_margin:  # decided by the interval alone: no seed minimum
         text += f" (a margin decides only on ≥ {min_seeds} seeds; {n} here)"
-    return Resolution(reading, level, lo, hi, within, a_most, b_most, needed, text, m.label, size_text(m, within))
+    return Resolution(reading, level, lo, hi, within, a_most, b_most, needed, text, m.label, raw_size(m, widest))
 
 
 def _once(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

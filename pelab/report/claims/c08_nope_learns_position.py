@@ -14,7 +14,9 @@ from pelab.report.registry import ClaimResult, Table, claim
 from pelab.report.tables import family_table, pct, row_records, runs_of, used_metrics
 from pelab.rules import (
     EXACT,
+    NOT_RUN,
     NOT_SUPPORTED,
+    PARTLY_RUN,
     PROBE,
     TOO_SMALL,
     Comparison,
@@ -48,6 +50,8 @@ def rule_c8(equivariant: list[str], probe: Family, position_free: Sequence[str] 
     (``rule_c8_probe``): the claim is that a causal decoder *can* learn position."""
     if sorted(equivariant) != sorted(position_free) or probe.verdict == NOT_SUPPORTED:
         return NOT_SUPPORTED
+    if probe.verdict == NOT_RUN:
+        return PARTLY_RUN  # the equivariance half is exact in every study; the decoders' half is not in this one
     return probe.verdict
 
 

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 _pending: list[int] = []
 
@@ -31,16 +32,48 @@ def check() -> None:
         raise KeyboardInterrupt
 
 
+def _importing(frame: FrameType | None) -> bool:
+    """Whether the main thread is inside an import (a frame of importlib's own machinery on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+#: How long a Ctrl-C that landed inside an import waits before it is tried again (seconds).
+RETRY = 0.02
+
+
 @contextmanager
 def remembered() -> Iterator[None]:
     """Within the block, SIGINT in this process raises KeyboardInterrupt as usual and is also remembered; a
-    process forked from this one (whose own handlers are set by its starter) is left as it would have been."""
+    process forked from this one (whose own handlers are set by its starter) is left as it would have been.
+
+    A Ctrl-C that lands inside an import is held until the import is done (tried again every ``RETRY`` s on
+    SIGALRM, whose handler is set only then and put back after): raised there, it can reach a C++ extension's
+    module initialisation through a pybind11 callback, where it cannot unwind and the process aborts (CI saw
+    exit -6 with pybind11's "At: <frozen importlib...>(940): exec_module" on stderr), or leave a module
+    half-imported so that a later import fails far from the interrupt."""
     main_pid = os.getpid()
+    alarm: list[Any] = []  # the SIGALRM handler this block replaced, while a held Ctrl-C waits
+
+    def held(signum: int, frame: FrameType | None) -> None:
+        if _importing(frame):
+            signal.setitimer(signal.ITIMER_REAL, RETRY)
+            return
+        signal.signal(signal.SIGALRM, alarm.pop())
+        raise KeyboardInterrupt
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         if os.getpid() != main_pid:
             signal.default_int_handler(signum, frame)
         _pending.append(signum)
+        if _importing(frame):
+            if not alarm:
+                alarm.append(signal.signal(signal.SIGALRM, held))
+            signal.setitimer(signal.ITIMER_REAL, RETRY)
+            return
         raise KeyboardInterrupt
 
     def unraisable(info: sys.UnraisableHookArgs) -> None:
@@ -54,5 +87,8 @@ def remembered() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, alarm.pop())
         sys.unraisablehook = hook
         _pending.clear()

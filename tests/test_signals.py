@@ -122,3 +122,23 @@ def test_a_ctrl_c_the_interpreter_swallowed_stops_the_next_write(tmp_path: Path,
     assert not (tmp_path / "after").exists() and not list(tmp_path.glob(".after*"))
     assert not interrupts.pending()  # the command ended: the next one (a test runner's next call) starts clean
     write_atomic(tmp_path / "again", "x")
+
+
+def test_a_ctrl_c_inside_an_import_is_raised_once_the_import_is_done(tmp_path: Path, monkeypatch) -> None:
+    """CI once saw `pelab study` abort (exit -6, pybind11's "At: <frozen importlib...>: exec_module") when a Ctrl-C
+    was raised inside torch's import. The command holds a Ctrl-C that lands inside an import until the import is
+    done, then raises it: the module is whole, the interrupt still arrives, and SIGALRM is left as it was."""
+    from pelab import interrupts
+
+    (tmp_path / "slow_to_import.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.2)\nWHOLE = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = signal.getsignal(signal.SIGALRM)
+    with pytest.raises(KeyboardInterrupt), interrupts.remembered():
+        import slow_to_import  # noqa: F401  # the Ctrl-C lands in here ...
+
+        time.sleep(2)  # ... and is raised here
+    assert sys.modules["slow_to_import"].WHOLE
+    assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    monkeypatch.delitem(sys.modules, "slow_to_import")

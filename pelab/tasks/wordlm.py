@@ -40,14 +40,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
 from pelab.errors import PelabError
-from pelab.files import atomic_path, damaged
 from pelab.tasks import register
 from pelab.tasks import text as text_task
 from pelab.tasks.base import SPLITS, Batch, Task
@@ -91,45 +89,27 @@ def cache_key(corpus: str | None) -> str | None:
 
 
 def read_cache(path: Path) -> tuple[tuple[Tensor, ...], tuple[int, ...]] | None:
-    """The cached streams and sizes at ``path``; None when absent, or damaged (then one line says so, and they are
-    made again): not a whole safetensors file, other tensors than the splits and their bytes, ids outside
-    MiniLM's vocabulary, or a split without text."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    """The cached streams and byte counts at ``path``; None when absent, or damaged (``weights.safe.read_id_cache``:
+    one line says so, and they are made again): other tensors than the splits and their bytes, streams not 1-D
+    int32 MiniLM ids, or a split without text."""
+    from pelab.weights.safe import read_id_cache
 
-    from pelab.weights import VOCAB_SIZE
-    from pelab.weights.safe import header
+    def some_text(cached: dict[str, Tensor]) -> None:
+        if int(cached[BYTES].min()) <= 0:
+            raise ValueError(f"a split of {int(cached[BYTES].min())} bytes")
 
-    if not os.path.lexists(path):
+    spec = {**{k: ("I32", None) for k in SPLITS}, BYTES: ("I64", len(SPLITS))}
+    cached = read_id_cache(path, spec, SPLITS, some_text)
+    if cached is None:
         return None
-    try:
-        head = header(path, what="cache", follow=False)
-        names = sorted(k for k in head if k != "__metadata__")
-        if names != sorted([*SPLITS, BYTES]):
-            raise ValueError(f"it holds {', '.join(names)[:80] or 'no tensors'}, not {', '.join([*SPLITS, BYTES])}")
-        if any(head[k]["dtype"] != "I32" or len(head[k]["shape"]) != 1 for k in SPLITS):
-            raise ValueError("its streams are not 1-D int32 ids")
-        if head[BYTES]["dtype"] != "I64" or head[BYTES]["shape"] != [len(SPLITS)]:
-            raise ValueError(f"its {BYTES} are not {len(SPLITS)} int64 counts")
-        cached = load_file(path)
-        streams = tuple(cached[k] for k in SPLITS)
-        sizes = tuple(int(b) for b in cached[BYTES])
-        if any(len(s) and not (0 <= int(s.min()) and int(s.max()) < VOCAB_SIZE) for s in streams):
-            raise ValueError(f"ids outside MiniLM's vocabulary (0..{VOCAB_SIZE - 1})")
-        if any(b <= 0 for b in sizes):
-            raise ValueError(f"a split of {min(sizes)} bytes")
-    except (PelabError, SafetensorError, OSError, ValueError, RuntimeError) as e:
-        damaged(path, str(e).removeprefix(f"cache: {path} is not a safetensors file pelab can read: ")[:200])
-        return None
-    return streams, sizes
+    return tuple(cached[k] for k in SPLITS), tuple(int(b) for b in cached[BYTES])
 
 
 @functools.lru_cache(maxsize=4)
 def word_pieces(corpus: str | None) -> tuple[tuple[Tensor, ...], tuple[int, ...]]:
     """``tokenize(corpus)``, read from the disk cache when it holds it, else made and stored there."""
-    from safetensors.torch import save_file
-
     from pelab.files import cache_dir
+    from pelab.weights.safe import write_cache
 
     key = cache_key(corpus)
     if key is None:
@@ -139,13 +119,7 @@ def word_pieces(corpus: str | None) -> tuple[tuple[Tensor, ...], tuple[int, ...]
     if cached is not None:
         return cached
     streams, sizes = tokenize(corpus)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:  # whole or absent, whichever process writes it first
-            tensors = {**dict(zip(SPLITS, streams, strict=True)), BYTES: torch.tensor(sizes, dtype=torch.int64)}
-            save_file(tensors, str(tmp))
-    except (OSError, PelabError):  # a read-only home, a folder in the way: every process tokenises for itself
-        pass
+    write_cache(path, {**dict(zip(SPLITS, streams, strict=True)), BYTES: torch.tensor(sizes, dtype=torch.int64)})
     return streams, sizes
 
 

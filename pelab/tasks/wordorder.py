@@ -36,7 +36,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -45,7 +44,6 @@ from pathlib import Path
 import torch
 
 from pelab.errors import PelabError
-from pelab.files import atomic_path, damaged
 from pelab.tasks import register
 from pelab.tasks import text as text_task
 from pelab.tasks.base import Batch, Task
@@ -158,36 +156,18 @@ def cache_key(corpus: str | None) -> str | None:
 
 
 def read_streams(path: Path) -> tuple[torch.Tensor, ...] | None:
-    """The cached streams at ``path``; None when absent, or damaged (then one line says so, and they are made
-    again): not a whole safetensors file (``pelab.weights.safe``), other tensors than STREAMS, or not 1-D
-    word-piece ids of MiniLM's vocabulary."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    """The cached streams at ``path``; None when absent, or damaged (``weights.safe.read_id_cache``: one line
+    says so, and they are made again): other tensors than STREAMS, or not 1-D int64 MiniLM word-piece ids."""
+    from pelab.weights.safe import read_id_cache
 
-    from pelab.weights import VOCAB_SIZE
-    from pelab.weights.safe import header
-
-    if not os.path.lexists(path):
-        return None
-    try:
-        head = header(path, what="cache", follow=False)
-        names = sorted(k for k in head if k != "__metadata__")
-        if names != sorted(STREAMS) or any(head[k]["dtype"] != "I64" or len(head[k]["shape"]) != 1 for k in names):
-            raise ValueError(f"it holds {', '.join(names)[:80] or 'no tensors'}, not 1-D ids for {', '.join(STREAMS)}")
-        cached = load_file(path)
-        streams = tuple(cached[k] for k in STREAMS)
-        if any(len(s) and not (0 <= int(s.min()) and int(s.max()) < VOCAB_SIZE) for s in streams):
-            raise ValueError(f"ids outside MiniLM's vocabulary (0..{VOCAB_SIZE - 1})")
-    except (PelabError, SafetensorError, OSError, ValueError, RuntimeError) as e:
-        damaged(path, str(e).removeprefix(f"cache: {path} is not a safetensors file pelab can read: ")[:200])
-        return None
-    return streams
+    cached = read_id_cache(path, {k: ("I64", None) for k in STREAMS}, STREAMS)
+    return None if cached is None else tuple(cached[k] for k in STREAMS)
 
 
 @functools.lru_cache(maxsize=4)
 def word_pieces(corpus: str | None) -> tuple[torch.Tensor, ...]:
     """``tokenize(corpus)``, read from the disk cache when it holds it, else made and stored there."""
-    from safetensors.torch import save_file
+    from pelab.weights.safe import write_cache
 
     key = cache_key(corpus)
     if key is None:
@@ -197,12 +177,7 @@ def word_pieces(corpus: str | None) -> tuple[torch.Tensor, ...]:
     if cached is not None:
         return cached
     streams = tokenize(corpus)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:  # whole or absent, whichever process writes it first
-            save_file(dict(zip(STREAMS, streams, strict=True)), str(tmp))
-    except (OSError, PelabError):  # a read-only home, a folder in the way: every process tokenises for itself
-        pass
+    write_cache(path, dict(zip(STREAMS, streams, strict=True)))
     return streams
 
 

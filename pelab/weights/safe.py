@@ -109,3 +109,54 @@ def is_whole(path: str | Path) -> bool:
     except PelabError:
         return False
     return True
+
+
+def read_id_cache(
+    path: Path, spec: dict[str, tuple[str, int | None]], ids: tuple[str, ...], check: object = None
+) -> dict | None:
+    """A cache of 1-D tensors of MiniLM word-piece ids (the word-piece tasks' tokenised corpora) at ``path``; None
+    when absent, or damaged (then one line says so, and the caller makes it again): not a whole safetensors file
+    (``header``), other tensors than ``spec`` names, a tensor not 1-D of its dtype (or not of its fixed length),
+    ids in the tensors ``ids`` names outside MiniLM's vocabulary, or what ``check`` (a callable on the loaded
+    tensors) raises ValueError for. One reader for every such cache, so a damage check added is added to all."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from pelab.files import damaged
+    from pelab.weights import VOCAB_SIZE
+
+    if not os.path.lexists(path):
+        return None
+    try:
+        head = header(path, what="cache", follow=False)
+        names = sorted(k for k in head if k != "__metadata__")
+        if names != sorted(spec):
+            raise ValueError(f"it holds {', '.join(names)[:80] or 'no tensors'}, not {', '.join(spec)}")
+        for k, (dtype, length) in spec.items():
+            shape = head[k]["shape"]
+            if head[k]["dtype"] != dtype or len(shape) != 1 or (length is not None and shape != [length]):
+                raise ValueError(f"its {k} is not 1-D {dtype}" + (f" of {length}" if length is not None else ""))
+        cached = load_file(path)
+        if any(len(cached[k]) and not (0 <= int(cached[k].min()) and int(cached[k].max()) < VOCAB_SIZE) for k in ids):
+            raise ValueError(f"ids outside MiniLM's vocabulary (0..{VOCAB_SIZE - 1})")
+        if callable(check):
+            check(cached)
+    except (PelabError, SafetensorError, OSError, ValueError, RuntimeError) as e:
+        damaged(path, str(e).removeprefix(f"cache: {path} is not a safetensors file pelab can read: ")[:200])
+        return None
+    return cached
+
+
+def write_cache(path: Path, tensors: dict) -> None:
+    """Store ``tensors`` at ``path`` whole or not at all, whichever process writes it first; where it cannot be
+    written (a read-only home, a folder in the way) every process computes it for itself."""
+    from safetensors.torch import save_file
+
+    from pelab.files import atomic_path
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            save_file(tensors, str(tmp))
+    except (OSError, PelabError):
+        pass

@@ -159,6 +159,9 @@ def publish_runs(folder: Path, figures: Path, ids: list[str]) -> None:
 
 
 def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall: str) -> Path:
+    from pelab.study.folder import StudyFolder
+
+    StudyFolder(folder).check()  # a received folder: a link or FIFO where pelab keeps a file is refused, not read
     report_md = (folder / "report.md").read_text()
     claims = json.loads((folder / "claims.json").read_text())
     ids = run_ids(folder)

@@ -156,3 +156,17 @@ def test_the_published_runs_are_the_pages_runs_byte_for_byte(tmp_path: Path) -> 
     assert (out / "claims.json").read_text() == (folder / "claims.json").read_text()
     maker.publish_runs(folder, out, ["a", "b", "c"])
     assert (out / "runs.csv.gz").read_bytes() == first
+
+
+def test_the_page_is_not_written_from_a_folder_with_a_link(tmp_path: Path) -> None:
+    """A study folder is someone else's input: claims.json as a link (to any file on the machine) is refused in one
+    PelabError before the page copies it into docs/."""
+    from pelab.errors import PelabError
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (tmp_path / "secret").write_text("not for docs/")
+    (folder / "claims.json").symlink_to(tmp_path / "secret")
+    with pytest.raises(PelabError, match="claims.json"):
+        _maker().write_page(folder, tmp_path / "docs", "c", "x", "cpu", "1 min")
+    assert not (tmp_path / "docs" / "results" / "claims.json").exists()

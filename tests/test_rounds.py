@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import sqlite3
@@ -258,17 +259,28 @@ def test_a_sequential_study_killed_in_its_second_round_resumes_to_the_same_decis
 
 
 def test_the_ray_backend_takes_the_same_decisions(tmp_path: Path) -> None:
-    """The rounds on a local Ray instance: the same record and the same stored numbers as the local backend."""
+    """The rounds on a local Ray instance: the same record and the same stored numbers as the local backend.
+
+    Ray binds the machine's own address even when told 127.0.0.1, so it runs in a network namespace with
+    nothing but loopback (tests/netns.py, as tests/test_ray.py)."""
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'pelab[ray]'")
+    from netns import Netns, unavailable
+
+    why = unavailable()
+    if why is not None:
+        pytest.skip(why)
     study = parse_study(tiny(["add", "concat_split", "concat_wide"]))
     local = tmp_path / "local"
     run_sequential(study, local, console=Console(quiet=True), decide=planted, workers=1)
     out = tmp_path / "ray"
     code = KILLED.format(tests=str(Path(__file__).parent), out=str(out), workers=2, backend="ray")
     short = tempfile.mkdtemp(prefix="plr")  # Ray's socket paths must be short
-    env = dict(os.environ, RAY_TMPDIR=short, RAY_USAGE_STATS_ENABLED="0")
+    env = dict(os.environ, RAY_TMPDIR=short, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
+               RAY_AUTH_TOKEN=secrets.token_hex(16))  # fmt: skip
     try:
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+        with Netns("rounds") as ns:
+            argv = ns.command(sys.executable, "-c", code)
+            r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
     finally:
         shutil.rmtree(short, ignore_errors=True)
     assert r.returncode == 0, r.stderr[-3000:]

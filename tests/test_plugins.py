@@ -307,6 +307,7 @@ def test_a_changed_plugin_never_mixes_with_the_old_codes_runs(tmp_path: Path) ->
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install 'pelab[ray]'")
+@pytest.mark.xdist_group("ray")
 def test_a_plugin_trains_on_ray_as_on_the_local_backend(tmp_path: Path) -> None:
     """In a network namespace (tests/netns.py, as tests/test_ray.py): the same study on a local Ray instance
     stores the same rows as the local backend, bit for bit; the workers got the plugin's code from the driver."""

@@ -28,6 +28,7 @@ from pelab.study.store import DB_NAME
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'pelab[ray]'")
 WHY_NOT = unavailable()
 needs_netns = pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))
+pytestmark = pytest.mark.xdist_group("ray")  # one Ray instance at a time (tests/conftest.py)
 
 STUDY = """
 name = "raytest"

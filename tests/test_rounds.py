@@ -258,6 +258,7 @@ def test_a_sequential_study_killed_in_its_second_round_resumes_to_the_same_decis
     assert stored(out) == stored(whole)  # the same numbers, whether a seed trained before or after the kill
 
 
+@pytest.mark.xdist_group("ray")
 def test_the_ray_backend_takes_the_same_decisions(tmp_path: Path) -> None:
     """The rounds on a local Ray instance: the same record and the same stored numbers as the local backend.
 

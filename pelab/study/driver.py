@@ -192,7 +192,7 @@ def run_study(
                 )
                 if older:
                     console.print(
-                        f"{older} stored run(s) were trained by an older computation (one run at a time); they are "
+                        f"{older} stored run(s) were trained by an older computation (not {ENGINE}); they are "
                         f"trained again with {ENGINE}, so no comparison mixes the two"
                     )
                 if pending:

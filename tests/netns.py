@@ -10,13 +10,16 @@ says why not, for a skip message. Used by tests/test_ray.py and bench/ray.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 
@@ -96,3 +99,15 @@ def link(a: Netns, b: Netns, addr_a: str, addr_b: str, prefix: int = 24) -> None
         _ip("link", "set", end, "netns", ns.name)
         ns.run("ip", "addr", "add", f"{addr}/{prefix}", "dev", end)
         ns.run("ip", "link", "set", end, "up")
+
+
+@contextlib.contextmanager
+def ray_env() -> Iterator[dict[str, str]]:
+    """Environment for every Ray process of one test: its own short temp dir (Ray's socket paths must be short),
+    removed after; a fresh auth token; no usage reporting; nothing written to the home folder."""
+    tmp = tempfile.mkdtemp(prefix="plr")
+    try:
+        yield dict(os.environ, RAY_TMPDIR=tmp, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
+                   RAY_AUTH_TOKEN=secrets.token_hex(16))  # fmt: skip
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

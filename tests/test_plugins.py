@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import secrets
 import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -311,7 +308,7 @@ def test_a_changed_plugin_never_mixes_with_the_old_codes_runs(tmp_path: Path) ->
 def test_a_plugin_trains_on_ray_as_on_the_local_backend(tmp_path: Path) -> None:
     """In a network namespace (tests/netns.py, as tests/test_ray.py): the same study on a local Ray instance
     stores the same rows as the local backend, bit for bit; the workers got the plugin's code from the driver."""
-    from netns import Netns, unavailable
+    from netns import Netns, ray_env, unavailable
 
     why = unavailable()
     if why is not None:
@@ -323,26 +320,9 @@ def test_a_plugin_trains_on_ray_as_on_the_local_backend(tmp_path: Path) -> None:
     args = ["--plugin", str(plugin), "--no-report", "--threads", "1"]
     r = pelab("study", str(study), "--out", str(local), "--workers", "2", *args)
     assert r.returncode == 0, r.stderr[-2000:]
-    tmp = tempfile.mkdtemp(prefix="plr")
-    env = dict(os.environ, RAY_TMPDIR=tmp, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
-               RAY_AUTH_TOKEN=secrets.token_hex(16))  # fmt: skip
-    try:
-        with Netns("plugin") as ns:
-            argv = [
-                sys.executable,
-                "-m",
-                "pelab",
-                "study",
-                str(study),
-                "--out",
-                str(ray_out),
-                "--backend",
-                "ray",
-                *args,
-            ]
-            r = subprocess.run(ns.command(*argv), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with ray_env() as env, Netns("plugin") as ns:
+        argv = [sys.executable, "-m", "pelab", "study", str(study), "--out", str(ray_out), "--backend", "ray", *args]
+        r = subprocess.run(ns.command(*argv), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     compared = "run_id, config, status, metrics, evals, curve"
     assert rows(ray_out, compared) == rows(local, compared) and len(rows(local)) == 8

@@ -7,8 +7,6 @@ pair for a real two-node cluster. Root only, as in CI; skipped elsewhere.
 
 from __future__ import annotations
 
-import os
-import secrets
 import shutil
 import signal
 import sqlite3
@@ -21,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from netns import Netns, link, unavailable
+from netns import ray_env as ray_environment
 
 from pelab.config import RunConfig, build
 from pelab.study.store import DB_NAME
@@ -93,18 +92,9 @@ def local_reference(study_file: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.fixture
 def ray_env() -> Iterator[dict[str, str]]:
-    """Environment for every Ray process: its own short temp dir (socket paths are short), a fresh auth token,
-    no usage reporting, and nothing written to the home folder."""
-    tmp = tempfile.mkdtemp(prefix="plr")
-    env = dict(
-        os.environ,
-        RAY_TMPDIR=tmp,
-        RAY_USAGE_STATS_ENABLED="0",
-        RAY_AUTH_MODE="token",
-        RAY_AUTH_TOKEN=secrets.token_hex(16),
-    )
-    yield env
-    subprocess.run(["rm", "-rf", tmp])
+    """``netns.ray_env``, as a fixture: every Ray process of the test gets it."""
+    with ray_environment() as env:
+        yield env
 
 
 def pelab(

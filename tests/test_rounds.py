@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -265,7 +262,7 @@ def test_the_ray_backend_takes_the_same_decisions(tmp_path: Path) -> None:
     Ray binds the machine's own address even when told 127.0.0.1, so it runs in a network namespace with
     nothing but loopback (tests/netns.py, as tests/test_ray.py)."""
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'pelab[ray]'")
-    from netns import Netns, unavailable
+    from netns import Netns, ray_env, unavailable
 
     why = unavailable()
     if why is not None:
@@ -275,15 +272,8 @@ def test_the_ray_backend_takes_the_same_decisions(tmp_path: Path) -> None:
     run_sequential(study, local, console=Console(quiet=True), decide=planted, workers=1)
     out = tmp_path / "ray"
     code = KILLED.format(tests=str(Path(__file__).parent), out=str(out), workers=2, backend="ray")
-    short = tempfile.mkdtemp(prefix="plr")  # Ray's socket paths must be short
-    env = dict(os.environ, RAY_TMPDIR=short, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
-               RAY_AUTH_TOKEN=secrets.token_hex(16))  # fmt: skip
-    try:
-        with Netns("rounds") as ns:
-            argv = ns.command(sys.executable, "-c", code)
-            r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
-    finally:
-        shutil.rmtree(short, ignore_errors=True)
+    with ray_env() as env, Netns("rounds") as ns:
+        r = subprocess.run(ns.command(sys.executable, "-c", code), capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert read_record(out) == read_record(local)
     assert stored(out) == stored(local)

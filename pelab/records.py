@@ -32,7 +32,7 @@ def sizes_in(keys: Iterable[str]) -> list[tuple[int, str]]:
 #: time, a computation whose numbers differ by round-off that training amplifies. Results of two computations are
 #: never mixed in one comparison: ``pelab study`` trains a run stored by another computation again.
 #: "stacked-2" (2026-11-28): as stacked-1, with subnormal floats flushed to zero on the CPU while a run trains
-#: (``train.flushed_subnormals``), 3.2x faster per step for a masked byte model at d=128; its numbers differ
+#: (``train.flushed_subnormals``), 3.35x faster per step for a masked byte model at d=128; its numbers differ
 #: from stacked-1's only where a subnormal arose.
 ENGINE = "stacked-2"
 

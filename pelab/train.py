@@ -85,20 +85,26 @@ def autocast(precision: str, device: torch.device) -> contextlib.AbstractContext
     return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
+def flushing_subnormals() -> bool:
+    """Whether this thread's arithmetic flushes subnormals now (torch has a setter and no getter): 1e-40 is a
+    subnormal float, and under FTZ the product that makes it is zero."""
+    return float(torch.tensor([1e-30]) * torch.tensor([1e-10])) == 0.0
+
+
 @contextlib.contextmanager
 def flushed_subnormals() -> Iterator[bool]:
     """Subnormal floats (below 1.2e-38) read and computed as zero while a run trains and evaluates (x86 FTZ and
     DAZ; elsewhere nothing changes); yields whether the CPU took the mode. An encoder's attention has no causal
     mask, and as it sharpens some probabilities and their gradients turn subnormal, which an x86 CPU handles in
-    microcode: the full preset's masked byte model at d=128 took 3.2x as long per step (bench/denormal.py).
-    The mode is the processor's, so it is set for the run alone and then cleared (pelab never sets it
-    elsewhere): SciPy's statistics and the rest of the process keep IEEE arithmetic. Part of the engine,
-    ``records.ENGINE`` "stacked-2"."""
+    microcode: the full preset's masked byte model at d=128 took 3.35x as long per step (bench/denormal.py).
+    The mode is the processor's, so it is set for the run alone and then put back as it was: SciPy's statistics
+    and the rest of the process keep IEEE arithmetic. Part of the engine, ``records.ENGINE`` "stacked-2"."""
+    before = flushing_subnormals()
     took = torch.set_flush_denormal(True)
     try:
         yield took
     finally:
-        torch.set_flush_denormal(False)
+        torch.set_flush_denormal(before)
 
 
 def batch_loss(

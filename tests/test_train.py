@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 import torch
 
 from pelab.config import RunConfig
@@ -135,27 +136,27 @@ def test_language_models_report_bits_per_byte_and_their_context_free_baseline(tm
     assert {"val_bpb", "val_loss"} <= set(m)
 
 
-def _flushes() -> bool:
-    """Whether this thread's arithmetic flushes subnormals now: 1e-40 is a subnormal float."""
-    return float(torch.tensor([1e-30]) * torch.tensor([1e-10])) == 0.0
-
-
 def test_a_run_trains_with_subnormals_flushed_and_leaves_the_process_as_it_was() -> None:
     """Engine stacked-2 (train.flushed_subnormals): while a run trains and evaluates a subnormal computes as zero
-    (an encoder's attention made them, at microcode speed); before and after it, arithmetic is IEEE's, as SciPy's
-    statistics and the rest of a process expect."""
-    import pytest
-
+    (an encoder's attention made them, at microcode speed); before and after it, the process's arithmetic is as
+    it was: IEEE's, as SciPy's statistics expect, or flushed where the caller had set that."""
     from pelab.records import ENGINE
-    from pelab.train import flushed_subnormals
+    from pelab.train import flushed_subnormals, flushing_subnormals
 
+    assert float(torch.tensor([1e-40])) > 0.0  # the probe's number is a subnormal that IEEE arithmetic keeps
     with flushed_subnormals() as took:
         if not took:
             pytest.skip("this CPU has no flush-to-zero mode that torch can set")
-        assert _flushes()
-    assert not _flushes()
+        assert flushing_subnormals()
+    assert not flushing_subnormals()
     seen: list[bool] = []
-    r = train_run(cfg("copy", "learned", "add", steps=3), device="cpu", on_step=lambda i, n: seen.append(_flushes()))
+    run = cfg("copy", "learned", "add", steps=3)
+    r = train_run(run, device="cpu", on_step=lambda i, n: seen.append(flushing_subnormals()))
     assert r.status == "done" and r.versions["engine"] == ENGINE == "stacked-2"
     assert seen and all(seen)  # every step of the run computed with subnormals flushed
-    assert not _flushes()  # and the process got IEEE arithmetic back
+    assert not flushing_subnormals()  # and the process got IEEE arithmetic back
+    torch.set_flush_denormal(True)  # a caller that flushes keeps flushing after a run
+    try:
+        assert train_run(run, device="cpu").status == "done" and flushing_subnormals()
+    finally:
+        torch.set_flush_denormal(False)

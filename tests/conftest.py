@@ -35,6 +35,13 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(1, min(os.cpu_count() or 1, MAX_XDIST_WORKERS))
 
 
+#: The groups that take longest (CI's --durations), handed out first (``--no-loadscope-reorder`` keeps this
+#: order), so that no long group starts last while the other worker sits idle. A stale list costs minutes, not
+#: correctness.
+SLOW_FIRST = ("ray", "test_killwrite", "test_report", "test_study", "test_rounds", "test_pretrained", "test_layers",
+              "test_plugins", "test_planted", "test_gpu_session", "test_rates")  # fmt: skip
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test without a group joins its file's group: ``--dist loadgroup`` then sends a file whole to one
@@ -44,14 +51,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.path.stem))
-    items.sort(key=lambda item: _rank(item))  # stable: a file's tests keep their order
-
-
-#: The groups that take longest (CI's --durations), handed out first (``--no-loadscope-reorder`` keeps this
-#: order), so that no long group starts last while the other worker sits idle. A stale list costs minutes, not
-#: correctness.
-SLOW_FIRST = ("ray", "test_killwrite", "test_report", "test_study", "test_rounds", "test_pretrained", "test_layers",
-              "test_plugins", "test_planted", "test_gpu_session", "test_rates")  # fmt: skip
+    items.sort(key=_rank)  # stable: a file's tests keep their order
 
 
 def _rank(item: pytest.Item) -> int:

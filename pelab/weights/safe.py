@@ -15,9 +15,14 @@ import math
 import os
 import stat
 import struct
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pelab.errors import PelabError
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 #: Bytes per element of each dtype safetensors writes.
 DTYPES = {
@@ -112,8 +117,11 @@ def is_whole(path: str | Path) -> bool:
 
 
 def read_id_cache(
-    path: Path, spec: dict[str, tuple[str, int | None]], ids: tuple[str, ...], check: object = None
-) -> dict | None:
+    path: Path,
+    spec: dict[str, tuple[str, int | None]],
+    ids: tuple[str, ...],
+    check: Callable[[dict[str, Tensor]], None] | None = None,
+) -> dict[str, Tensor] | None:
     """A cache of 1-D tensors of MiniLM word-piece ids (the word-piece tasks' tokenised corpora) at ``path``; None
     when absent, or damaged (then one line says so, and the caller makes it again): not a whole safetensors file
     (``header``), other tensors than ``spec`` names, a tensor not 1-D of its dtype (or not of its fixed length),
@@ -139,7 +147,7 @@ def read_id_cache(
         cached = load_file(path)
         if any(len(cached[k]) and not (0 <= int(cached[k].min()) and int(cached[k].max()) < VOCAB_SIZE) for k in ids):
             raise ValueError(f"ids outside MiniLM's vocabulary (0..{VOCAB_SIZE - 1})")
-        if callable(check):
+        if check is not None:
             check(cached)
     except (PelabError, SafetensorError, OSError, ValueError, RuntimeError) as e:
         damaged(path, str(e).removeprefix(f"cache: {path} is not a safetensors file pelab can read: ")[:200])

@@ -186,3 +186,50 @@ def test_fuzzed_rows_are_a_row_or_a_reason(column: str, value: object, metrics: 
         import math
 
         assert all(math.isfinite(v) for v in (row["metrics"] or {}).values())
+
+
+# --- measures of stored models (kept by one report for the next) ------------------------------------------------
+MEASURE = {"accuracy": [0.25, 0.5, float("nan")], "chance": 0.125}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "[1, 2]",  # not an object
+        '{"accuracy": "high"}',  # a string where a number goes
+        '{"accuracy": [0.5, "x"]}',
+        '{"accuracy": true}',  # a bool is not a number
+        '{"not_applicable": 3}',
+        '{"accuracy": {"nested": 1}}',
+    ],
+)
+def test_a_stored_measure_that_does_not_hold_together_is_not_read(tmp_path: Path, text: str) -> None:
+    """A received folder's measures table is untrusted: a value a claim would trip on is left out (and so measured
+    again), and a table of another shape reads as none; never a crash."""
+    with Store(tmp_path) as store:
+        assert store.put_measure("r1", "k", "sha", MEASURE)
+        store.conn.execute("INSERT INTO measures VALUES ('r2', 'k', 'sha', ?)", (text,))
+        store.conn.commit()
+        got = store.stored_measures()
+    assert set(got) == {("r1", "k")}
+    checkpoint, value = got[("r1", "k")]
+    assert checkpoint == "sha" and json.dumps(value) == json.dumps(MEASURE)  # NaN included, numbers exact
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute("DROP TABLE measures")
+        db.execute("CREATE TABLE measures (other TEXT)")
+    with Store(tmp_path) as store:
+        assert store.stored_measures() == {}
+        assert store.put_measure("r1", "k", "sha", MEASURE) is False  # a cache that cannot be kept is skipped
+
+
+def test_a_forgotten_run_forgets_its_measures(tmp_path: Path) -> None:
+    """A run trained again (its checkpoint was damaged) is measured again: its stored measures go with its row."""
+    import numpy as np
+
+    with Store(tmp_path) as store:
+        store.put_measure("r1", "k", "sha", {"x": np.float64(0.5), "y": np.arange(3)})  # NumPy's numbers as JSON
+        store.put_measure("r2", "k", "sha", {"x": 1})
+        assert store.stored_measures()[("r1", "k")][1] == {"x": 0.5, "y": [0, 1, 2]}
+        store.forget(["r1"])
+        assert set(store.stored_measures()) == {("r2", "k")}

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from pelab import forkserver, plugins
+from pelab.errors import PelabError
 from pelab.report.progress import PRETRAINED, measure_cost
 from pelab.study.folder import StudyFolder
 from pelab.study.grid import Study
@@ -47,6 +48,35 @@ NOT_MEASURED = (
 #: process; a run's checkpoint never changes under its run id (a replaced or rewritten file has another inode,
 #: size or mtime, and the memo misses), so a measure is computed once per study, not once per look.
 _MEMO: dict[tuple[str, str, tuple[int, int, int]], dict[str, Any]] = {}
+
+
+#: The sha256 of each checkpoint read in this process, by path and identity on disk (``_stamp``): a measure stored in
+#: the database is keyed by its model's digest, and a report reads the same checkpoint for several measures.
+_DIGESTS: dict[tuple[str, tuple[int, int, int]], str] = {}
+
+
+def checkpoint_digest(folder: Path, run_id: str) -> str | None:
+    """The sha256 of a run's checkpoint file, read without following a link; None where it cannot be read (no
+    checkpoint: the measure then fails as it always did, with its own one line)."""
+    import hashlib
+
+    from pelab.files import open_regular
+
+    stamp = _stamp(folder, run_id)
+    if stamp is None:
+        return None
+    path = StudyFolder(folder).checkpoint(run_id)
+    known = _DIGESTS.get((str(path), stamp))
+    if known is not None:
+        return known
+    try:
+        fd = open_regular(path, os.O_RDONLY, "a checkpoint")
+    except (PelabError, OSError):
+        return None
+    with os.fdopen(fd, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    _DIGESTS[(str(path), stamp)] = digest
+    return digest
 
 
 def _stamp(folder: Path, run_id: str) -> tuple[int, int, int] | None:
@@ -230,7 +260,22 @@ class ReportContext:
             stamp = _stamp(self.folder, run_id)
             if stamp is not None:
                 _MEMO[(str(self.folder.resolve()), key, stamp)] = copy.deepcopy(self.analyses[key])
+            self._keep(key, run_id)
         return self.analyses[key]
+
+    def _keep(self, key: str, run_id: str) -> None:
+        """Store a measure just taken in the study's database, keyed by its checkpoint's sha256, so the next report
+        or look (another process: a resumed study, ``pelab report``) reads it instead of measuring again."""
+        from pelab.study.store import Store
+
+        digest = checkpoint_digest(self.folder, run_id)
+        if digest is None:
+            return
+        try:
+            with Store(self.folder, create=False) as store:
+                store.put_measure(run_id, key, digest, self.analyses[key])
+        except PelabError:  # the database went (moved away mid-report): the report goes on, measured here
+            pass
 
     def _cost(self, name: str, run_id: str) -> float:
         """``measure_cost`` of this run's model (its actual width and sequence length), for the report's time left."""
@@ -253,10 +298,30 @@ class ReportContext:
             work.expect(key, cost)
             future.add_done_callback(lambda _f: work.finished(key))
 
+    @cached_property
+    def _stored(self) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+        """The measures earlier reports and looks kept in this study's database (``Store.stored_measures``), read
+        once; none where the database cannot be read (the report then measures, as it did before it kept any)."""
+        from pelab.study.store import Store
+
+        try:
+            with Store(self.folder, create=False) as store:
+                return store.stored_measures()
+        except PelabError:
+            return {}
+
     def _recall(self, key: str, run_id: str) -> bool:
-        """Whether this process measured the same checkpoint before (``_MEMO``); if so, it is read from there."""
+        """Whether the same checkpoint was measured before: in this process (``_MEMO``), or by any earlier report
+        or look, stored in the study's database under the checkpoint's sha256 (``Store.stored_measures``). If so,
+        it is read from there."""
         stamp = _stamp(self.folder, run_id)
-        hit = None if stamp is None else _MEMO.get((str(self.folder.resolve()), key, stamp))
+        if stamp is None:
+            return False
+        memo = (str(self.folder.resolve()), key, stamp)
+        hit = _MEMO.get(memo)
+        stored = self._stored.get((run_id, key))
+        if hit is None and stored is not None and stored[0] == checkpoint_digest(self.folder, run_id):
+            hit = _MEMO[memo] = stored[1]
         if hit is not None:
             self.analyses[key] = copy.deepcopy(hit)
         return hit is not None

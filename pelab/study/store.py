@@ -50,6 +50,13 @@ CREATE TABLE IF NOT EXISTS runs (
     host TEXT
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS measures (
+    run_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    checkpoint TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
 """
 
 COLUMNS = (
@@ -177,8 +184,44 @@ class Store:
         try:
             with self.conn:
                 self.conn.executemany("DELETE FROM runs WHERE run_id = ?", [(r,) for r in run_ids])
+                self.conn.executemany("DELETE FROM measures WHERE run_id = ?", [(r,) for r in run_ids])
         except sqlite3.OperationalError as e:
             raise PelabError(self.problem(e)) from None
+
+    # --- measures of stored models ---------------------------------------------------------
+    def stored_measures(self) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+        """Every measure of a stored model that an earlier report or look kept, by (run id, measure key): (the
+        sha256 of the checkpoint it was taken on, its value). One query per report, not one per model. A received
+        folder's table is untrusted input: a value that does not hold together (``measure_problem``) is left out,
+        and so measured again, never believed and never a crash; so is a table of another shape."""
+        try:
+            rows = self.conn.execute("SELECT run_id, key, checkpoint, value FROM measures").fetchall()
+        except sqlite3.Error:
+            return {}
+        out: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        for run_id, key, checkpoint, text in rows:
+            if not all(isinstance(x, str) for x in (run_id, key, checkpoint, text)):
+                continue
+            try:
+                value = json.loads(text)
+            except ValueError:
+                continue
+            if measure_problem(value) is None:
+                out[(run_id, key)] = (checkpoint, value)
+        return out
+
+    def put_measure(self, run_id: str, key: str, checkpoint: str, value: dict[str, Any]) -> bool:
+        """Keep one measure for the next report (one transaction). A measure is a cache: a database that cannot
+        take it (read-only, full) leaves the report as it was, measured in this process; False then."""
+        text = json.dumps(value, allow_nan=True, default=_plain)
+        try:
+            with self.conn:
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO measures VALUES (?, ?, ?, ?)", (run_id, key, checkpoint, text)
+                )
+        except sqlite3.Error:
+            return False
+        return True
 
     def write(self, cfg: RunConfig, result: RunResult) -> None:
         """One run, in one transaction."""
@@ -281,6 +324,32 @@ def _metrics_problem(field: str, metrics: object, finite: bool) -> str | None:
 
 #: How ``config_problem`` begins for a run made by plugin code that is not the code loaded now.
 PLUGIN_PROBLEM = "made by other plugin code"
+
+
+def _plain(v: object) -> object:
+    """NumPy scalars and arrays as JSON numbers and lists (a measure's numbers come from NumPy and torch)."""
+    tolist = getattr(v, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    raise TypeError(f"a measure holds {type(v).__name__}, which is not a number")
+
+
+def measure_problem(value: object) -> str | None:
+    """Why a stored measure cannot be what ``pelab.analysis.measures`` returns, or None: an object whose values are
+    numbers (NaN and infinities included: a probe on a degenerate model), lists of numbers, or the sentence under
+    ``not_applicable``; nothing else a claim would trip on."""
+    if not isinstance(value, dict):
+        return "not an object"
+    for k, v in value.items():
+        if k == "not_applicable":
+            if not isinstance(v, str):
+                return "not_applicable is not a sentence"
+        elif isinstance(v, list):
+            if not all(_number(x) for x in v):
+                return f"{k} holds something other than numbers"
+        elif not _number(v):
+            return f"{k} is not a number"
+    return None
 
 
 def config_problem(text: str) -> str | None:

@@ -11,8 +11,9 @@ the study), a report worker exits at once and quietly.
 
 from __future__ import annotations
 
-import multiprocessing as mp
-from multiprocessing.context import BaseContext
+from multiprocessing.context import BaseContext, ForkServerContext, ForkServerProcess
+
+from pelab import interrupts
 
 #: Imported once by the server, so that no worker pays for them. torch._dynamo is imported lazily by the
 #: first optimizer a process builds and costs about 2 s: more than a small run's training.
@@ -20,9 +21,27 @@ from multiprocessing.context import BaseContext
 PRELOAD = ["pelab.forkserver_preload", "pelab.train", "torch._dynamo"]
 
 
+class _Process(ForkServerProcess):
+    """A worker whose start is one step for Ctrl-C (``pelab.interrupts.deferred``): a start cut short between
+    connecting to the server and writing the task made the server or the half-started child print a traceback."""
+
+    def start(self) -> None:
+        with interrupts.deferred():
+            super().start()
+
+
+class _Context(ForkServerContext):
+    Process = _Process
+
+
+#: Shares the one fork server of ``multiprocessing.forkserver`` with the standard context; only its processes
+#: start differently.
+_CONTEXT = _Context()
+
+
 def context() -> BaseContext:
-    """The forkserver context with pelab's preload. The preload only counts for the server's first start in
-    this process, so every pelab pool must come from here."""
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
-    return ctx
+    """The forkserver context with pelab's preload and uninterruptible starts. The preload only counts for the
+    server's first start in this process, so every pelab pool must come from here (ProcessPoolExecutor starts its
+    workers with ``mp_context.Process`` too)."""
+    _CONTEXT.set_forkserver_preload(PRELOAD)
+    return _CONTEXT

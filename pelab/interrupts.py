@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -92,3 +93,27 @@ def remembered() -> Iterator[None]:
             signal.signal(signal.SIGALRM, alarm.pop())
         sys.unraisablehook = hook
         _pending.clear()
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block, a Ctrl-C waits until the block ends and then arrives as it would have, to whatever
+    handler was there before (``remembered``'s, Python's, or a caller's own).
+
+    For steps that must not stop halfway: starting a worker from the fork server connects to the server, sends it
+    file descriptors, then writes the pickled task, and a KeyboardInterrupt between those steps left the server
+    reading a connection that closed early, so the server printed an ``EOFError`` traceback after pelab's one
+    line (CI caught it once). Blocking SIGINT with ``pthread_sigmask`` would not do: the kernel hands a process's
+    signal to any thread that does not block it (torch's, the pool's), and CPython runs the handler in the main
+    thread anyway. Outside the main thread (where no handler can be set) the block changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if came:
+            signal.raise_signal(signal.SIGINT)

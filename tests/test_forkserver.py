@@ -43,6 +43,45 @@ def test_a_worker_interrupted_while_it_starts_ignores_it(tmp_path: Path) -> None
     assert out.read_text() == "ran"
 
 
+CUT = """
+import multiprocessing.forkserver as fs, os, signal, sys, time
+sys.path.insert(0, {folder!r})
+import slowimport
+from pelab import forkserver
+
+connect = fs.connect_to_new_process
+
+
+def cut_short(fds):
+    # Ctrl-C after the server has the child's descriptors and before the task is written: the window where the
+    # server (or the child it forked) printed an EOFError traceback once in CI.
+    ends = connect(fds)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)
+    return ends
+
+
+fs.connect_to_new_process = cut_short
+p = forkserver.context().Process(target=slowimport.target, args=({out!r},))
+try:
+    p.start()
+except KeyboardInterrupt:
+    print("interrupted once started:", p.pid is not None)
+p.join(60)
+sys.exit(p.exitcode)
+"""
+
+
+def test_a_ctrl_c_while_a_worker_starts_waits_until_it_has_started(tmp_path: Path) -> None:
+    (tmp_path / "slowimport.py").write_text(SLOW.replace('"1"', '"never"'))
+    out = tmp_path / "ran.txt"
+    parent = textwrap.dedent(CUT.format(folder=str(tmp_path), out=str(out)))
+    r = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, timeout=300)
+    assert r.stdout.strip() == "interrupted once started: True", (r.stdout, r.stderr[-2000:])
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert out.read_text() == "ran"
+
+
 def test_the_preload_ignores_sigint_first() -> None:
     """The signal module must be the first thing the server imports: torch takes seconds."""
     from pelab import forkserver

@@ -142,3 +142,38 @@ def test_a_ctrl_c_inside_an_import_is_raised_once_the_import_is_done(tmp_path: P
     assert sys.modules["slow_to_import"].WHOLE
     assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     monkeypatch.delitem(sys.modules, "slow_to_import")
+
+
+def test_a_ctrl_c_in_a_deferred_block_arrives_when_it_ends_to_the_handler_that_was_there() -> None:
+    """``interrupts.deferred`` (a worker's start from the fork server): the block runs to its end, then the
+    signal reaches the handler that was set before it, once; a block without a Ctrl-C changes nothing."""
+    import os
+
+    from pelab import interrupts
+
+    seen: list[str] = []
+
+    def handler(signum: int, frame: object) -> None:
+        seen.append("handled")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):  # the handler would run between these bytecodes
+                pass
+            seen.append("block ended")
+        for _ in range(10_000):
+            pass
+        assert seen == ["block ended", "handled"]
+        assert signal.getsignal(signal.SIGINT) is handler
+        with interrupts.deferred():
+            pass
+        assert seen == ["block ended", "handled"] and signal.getsignal(signal.SIGINT) is handler
+        with pytest.raises(KeyboardInterrupt), interrupts.remembered(), interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+            seen.append("inner ended")
+        assert seen[-1] == "inner ended"
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -133,10 +133,11 @@ def run_local(
                     name=f"pelab-run-{cfgs[0].run_id}" + (f"+{len(cfgs) - 1}" if len(cfgs) > 1 else ""),
                     daemon=True,
                 )
-                p.start()
-                res_w.close()
-                life_r.close()
-                running.append(_Running(cfgs, p, res_r, life_w, slot))
+                with interrupts.deferred():  # a started worker is in `running`, so the finally below ends it
+                    p.start()
+                    res_w.close()
+                    life_r.close()
+                    running.append(_Running(cfgs, p, res_r, life_w, slot))
             wait([r.results for r in running] + [r.process.sentinel for r in running], timeout=5.0)
             interrupts.check()  # a Ctrl-C the interpreter swallowed (in a finalizer, an import) stops the study here
             for r in list(running):

@@ -264,13 +264,7 @@ def test_an_interim_look_decides_as_the_report_does_without_drawing_and_measures
         calls.append((name, run_id))
         return job(folder, name, run_id, at_init)
 
-    def every_run(self: context.ReportContext, arm: pd.DataFrame) -> list[str]:
-        """The tiny study learns nothing in 25 steps: read every finished run as learned, so there is something
-        to measure (the report and the look alike)."""
-        done = arm[arm.status == "done"].sort_values("seed")
-        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
-
-    monkeypatch.setattr(context.ReportContext, "learned_runs", every_run)
+    monkeypatch.setattr(context.ReportContext, "learned_runs", _every_run)
     shown = tmp_path / "shown"
     shutil.copytree(copy, shown)
     build.build_report(shown)
@@ -302,6 +296,13 @@ def test_an_interim_look_decides_as_the_report_does_without_drawing_and_measures
     assert calls and {r for _, r in calls} == {run}
 
 
+def _every_run(self: Any, arm: pd.DataFrame) -> list[str]:
+    """``ReportContext.learned_runs`` for the tiny study, which learns nothing in 25 steps: every finished run
+    that can be measured reads as learned, so there is something to measure (the report and the look alike)."""
+    done = arm[arm.status == "done"].sort_values("seed")
+    return [str(r) for r in done.run_id if self.measurable(str(r))]
+
+
 def _nudge(ckpt: Path) -> None:
     """Replace a checkpoint with other weights of the same model (one tensor moved by 1e-3), as a new file."""
     from safetensors import safe_open
@@ -326,11 +327,6 @@ def test_a_rebuilt_report_reads_its_measures_from_the_database_and_says_the_same
 
     from pelab.report import build, context
 
-    def every_run(self: context.ReportContext, arm: pd.DataFrame) -> list[str]:
-        """The tiny study learns nothing in 25 steps: read every finished run as learned (as the look's test)."""
-        done = arm[arm.status == "done"].sort_values("seed")
-        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
-
     calls: list[tuple[str, str, bool]] = []
     job = context.measure_job
 
@@ -338,7 +334,7 @@ def test_a_rebuilt_report_reads_its_measures_from_the_database_and_says_the_same
         calls.append((name, run_id, at_init))
         return job(folder, name, run_id, at_init)
 
-    monkeypatch.setattr(context.ReportContext, "learned_runs", every_run)
+    monkeypatch.setattr(context.ReportContext, "learned_runs", _every_run)
     monkeypatch.setattr(context, "measure_job", counted)
     monkeypatch.setattr(build, "report_pool", lambda: contextlib.nullcontext(None))  # measures run here, counted
     copy = tmp_path / "again"
@@ -370,3 +366,60 @@ def test_a_rebuilt_report_reads_its_measures_from_the_database_and_says_the_same
     build.build_report(copy)
     assert tuple(json.loads(planted[1])[1:]) in calls
     assert {r for _, r, _ in calls} == {planted[0], other[0]}
+
+
+def test_a_folder_whose_weights_are_gone_decides_from_its_kept_measures(
+    study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder that kept its measures but not its weights (checkpoints deleted to save space; a run published or
+    carried to another machine as its database) decides every claim as it did with them, byte for byte in
+    claims.json, and says which figures of one run's weights it could not draw. A measure it never kept is one
+    line naming the run, never a wrong verdict; a folder with neither weights nor measures is unmeasured, as
+    ``--no-checkpoints`` always was."""
+    import sqlite3
+
+    from pelab.errors import PelabError
+    from pelab.report import build, context
+
+    calls: list[tuple[str, str, bool]] = []
+    job = context.measure_job
+
+    def counted(folder: str, name: str, run_id: str, at_init: bool) -> dict:
+        calls.append((name, run_id, at_init))
+        return job(folder, name, run_id, at_init)
+
+    monkeypatch.setattr(context.ReportContext, "learned_runs", _every_run)
+    monkeypatch.setattr(context, "measure_job", counted)
+    monkeypatch.setattr(build, "report_pool", lambda: contextlib.nullcontext(None))  # measures run here, counted
+    copy = tmp_path / "travelled"
+    shutil.copytree(study_dir, copy)
+    monkeypatch.setattr(context, "_MEMO", {})
+    build.build_report(copy)  # with the weights: measures, and keeps them
+    first = (copy / "claims.json").read_text()
+    assert calls
+    measured = {r for _, r, _ in calls}
+    shutil.rmtree(copy / "checkpoints")
+    calls.clear()
+    monkeypatch.setattr(context, "_MEMO", {})
+    build.build_report(copy)
+    assert calls == []
+    before, after = json.loads(first), json.loads((copy / "claims.json").read_text())
+    for c in before + after:  # C11 lists the runs whose trained tables it shows: an analysis of weights, not kept
+        if c["id"] == "C11":
+            c["runs"] = []
+    assert after == before
+    md = (copy / "report.md").read_text()
+    assert "weights gone, measures read from the database, figures not drawn:" in md
+
+    with sqlite3.connect(copy / "results.sqlite") as db:
+        run, key = db.execute("SELECT run_id, key FROM measures ORDER BY run_id, key").fetchone()
+        db.execute("DELETE FROM measures WHERE run_id = ? AND key = ?", (run, key))
+    monkeypatch.setattr(context, "_MEMO", {})
+    with pytest.raises(PelabError, match=f"run {run}'s weights are gone and its '{json.loads(key)[1]}'"):
+        build.build_report(copy)
+    assert calls == []
+
+    with sqlite3.connect(copy / "results.sqlite") as db:
+        db.execute("DELETE FROM measures")
+    ctx = build.load_context(copy)
+    assert measured and not any(ctx.measurable(r) for r in measured)

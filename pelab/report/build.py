@@ -354,6 +354,7 @@ def build_report(
         done=done,
         failed=failed,
         excluded=ctx.excluded,
+        undrawn=", ".join(sorted(ctx.undrawn)),
         seeds=seeds_line(ctx),
         floor=ctx.floor,
         floor_policy=FLOOR_POLICY,

@@ -170,6 +170,8 @@ class ReportContext:
     #: wrote one; and the runs a comparison may call confirmatory under it (``confirmatory_runs``)
     protocol: dict[str, Any] | None = None
     confirmatory: frozenset[str] = frozenset()
+    #: analyses of one run's weights not drawn because only its measures were kept (``analyse``), for one line
+    undrawn: set[str] = field(default_factory=set)
 
     def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
         """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and
@@ -200,6 +202,16 @@ class ReportContext:
     def has_checkpoint(self, run_id: str) -> bool:
         return StudyFolder(self.folder).has_checkpoint(run_id)
 
+    def measurable(self, run_id: str) -> bool:
+        """Whether a run's measures can be read: its weights are there, or they are gone (deleted to save space, a
+        folder that travelled as its database alone) and an earlier report kept its measures in the database
+        (``Store.stored_measures``). Such a folder decides every claim as it did with its weights; only the figures
+        drawn from one run's weights go (``analyse``). Weights there but damaged or other than those measured:
+        not measurable (a study trains a damaged one again)."""
+        if self.has_checkpoint(run_id):
+            return True
+        return _stamp(self.folder, run_id) is None and run_id in self._stored_runs
+
     def pick_run(self, frame: pd.DataFrame) -> str | None:
         """The lowest-seed finished run of an arm that has a checkpoint: the one analyses look at."""
         done = frame[frame.status == "done"].sort_values("seed")
@@ -209,26 +221,26 @@ class ReportContext:
         return None
 
     def learned_runs(self, arm: pd.DataFrame) -> list[str]:
-        """Every finished run with a checkpoint of an arm that learned its task (mean accuracy at the floor or
+        """Every finished, ``measurable`` run of an arm that learned its task (mean accuracy at the floor or
         above), lowest seed first; empty when the arm did not learn: analyses that feed a verdict read these."""
         from pelab.report.evidence import side
 
         done = arm[arm.status == "done"].sort_values("seed")
         if done.empty or not side(done, "arm").learned(self.floor):  # one test, language models included
             return []
-        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+        return [str(r) for r in done.run_id if self.measurable(str(r))]
 
     def unmeasured(self, arm: pd.DataFrame) -> bool:
-        """Whether an arm learned its task but none of its finished runs kept a checkpoint (a study run with
-        ``--no-checkpoints``, as a GPU lease runs one): its models cannot be measured, which says nothing about
-        whether it learned. A claim leaves such an arm out of its measured comparisons (``NOT_MEASURED``) rather
-        than call it below the floor."""
+        """Whether an arm learned its task but none of its finished runs can be measured (no weights and no kept
+        measures: a study run with ``--no-checkpoints``, as a GPU lease runs one): that says nothing about whether
+        it learned. A claim leaves such an arm out of its measured comparisons (``NOT_MEASURED``) rather than call
+        it below the floor."""
         from pelab.report.evidence import side
 
         done = arm[arm.status == "done"]
         if done.empty or not side(done, "arm").learned(self.floor):
             return False
-        return not any(self.has_checkpoint(str(r)) for r in done.run_id)
+        return not any(self.measurable(str(r)) for r in done.run_id)
 
     def submit(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> None:
         """Start ``measure`` for these runs on the report's workers without waiting (nothing without a pool). A
@@ -239,9 +251,10 @@ class ReportContext:
             return
         for r in dict.fromkeys(run_ids):
             key = _measure_key(name, r, at_init)
-            if key not in self.analyses and key not in self.started and not self._recall(key, r):
-                self.started[key] = self.pool.submit(measure_job, str(self.folder), name, r, at_init)
-                self._track(self.started[key], key, self._cost(name, r))
+            if key in self.analyses or key in self.started or self._recall(key, r) or not self.has_checkpoint(r):
+                continue  # in hand, started, or not measurable here (``measure`` says why, in one line)
+            self.started[key] = self.pool.submit(measure_job, str(self.folder), name, r, at_init)
+            self._track(self.started[key], key, self._cost(name, r))
 
     def measure(self, name: str, run_id: str, at_init: bool = False) -> dict[str, Any]:
         """One of ``pelab.analysis.measures`` on a stored checkpoint (or its initialisation); cached. A measure
@@ -252,6 +265,12 @@ class ReportContext:
             if started is not None:
                 self.analyses[key] = started.result()  # its progress is told by the future (``_track``)
             else:
+                if not self.has_checkpoint(run_id) and self.measurable(run_id):
+                    raise PelabError(
+                        f"report: run {run_id}'s weights are gone and its {name!r}{' at init' if at_init else ''} was "
+                        f"never kept in {self.folder / 'results.sqlite'}; put back its checkpoint, or delete the run's "
+                        "row so that `pelab study` trains it again"
+                    )
                 if self.work is not None:
                     self.work.expect(key, self._cost(name, run_id))
                 self.analyses[key] = measure_job(str(self.folder), name, run_id, at_init)
@@ -310,18 +329,24 @@ class ReportContext:
         except PelabError:
             return {}
 
+    @cached_property
+    def _stored_runs(self) -> frozenset[str]:
+        """The runs with a measure kept in the database."""
+        return frozenset(r for r, _ in self._stored)
+
     def _recall(self, key: str, run_id: str) -> bool:
         """Whether the same checkpoint was measured before: in this process (``_MEMO``), or by any earlier report
         or look, stored in the study's database under the checkpoint's sha256 (``Store.stored_measures``). If so,
         it is read from there."""
         stamp = _stamp(self.folder, run_id)
-        if stamp is None:
-            return False
         memo = (str(self.folder.resolve()), key, stamp)
-        hit = _MEMO.get(memo)
+        hit = _MEMO.get(memo) if stamp is not None else None
         stored = self._stored.get((run_id, key))
-        if hit is None and stored is not None and stored[0] == checkpoint_digest(self.folder, run_id):
-            hit = _MEMO[memo] = stored[1]
+        if hit is None and stored is not None:
+            if stamp is None:  # weights gone: the database is the record of what they measured, as of their losses
+                hit = stored[1]
+            elif stored[0] == checkpoint_digest(self.folder, run_id):
+                hit = _MEMO[memo] = stored[1]
         if hit is not None:
             self.analyses[key] = copy.deepcopy(hit)
         return hit is not None
@@ -349,6 +374,9 @@ class ReportContext:
         label = "-".join(str(v) for k, v in sorted(scheme.items()) if k not in ("d", "length", "grid"))
         stem = f"{name}-{run_id}{'-init' if at_init else ''}"
         out = self.analysis_dir / (stem if run_id else f"{name}-{label}-{scheme.get('d')}")
+        if run_id is not None and not self.has_checkpoint(run_id) and self.measurable(run_id):
+            self.undrawn.add(name)  # its weights are gone, its measures kept: the verdicts stand, this figure goes
+            return None
         if run_id is not None:
             model, run = load_trained(self.folder, run_id)
             inputs = AnalysisInput.for_model(model, run)

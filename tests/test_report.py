@@ -423,3 +423,7 @@ def test_a_folder_whose_weights_are_gone_decides_from_its_kept_measures(
         db.execute("DELETE FROM measures")
     ctx = build.load_context(copy)
     assert measured and not any(ctx.measurable(r) for r in measured)
+    ctx.floor = 0.0  # every arm "learned": its runs are left out, and counted for the report's header
+    monkeypatch.undo()
+    arm = ctx.frame[ctx.frame.run_id.isin(measured)]
+    assert context.ReportContext.learned_runs(ctx, arm) == [] and ctx.unmeasurable == set(arm.run_id)

@@ -355,6 +355,7 @@ def build_report(
         failed=failed,
         excluded=ctx.excluded,
         undrawn=", ".join(sorted(ctx.undrawn)),
+        unmeasurable=len(ctx.unmeasurable),
         seeds=seeds_line(ctx),
         floor=ctx.floor,
         floor_policy=FLOOR_POLICY,

@@ -172,6 +172,9 @@ class ReportContext:
     confirmatory: frozenset[str] = frozenset()
     #: analyses of one run's weights not drawn because only its measures were kept (``analyse``), for one line
     undrawn: set[str] = field(default_factory=set)
+    #: finished runs of arms that learned, left out of what claims measure: no weights and no kept measure (a study
+    #: run with --no-checkpoints; weights deleted before a report kept their measures), for one line
+    unmeasurable: set[str] = field(default_factory=set)
 
     def prefetch(self, name: str, job: Callable[..., Any], *args: Any) -> None:
         """Start ``job(*args)`` on a worker now, so it runs while the claims before its first reader run (and
@@ -228,7 +231,9 @@ class ReportContext:
         done = arm[arm.status == "done"].sort_values("seed")
         if done.empty or not side(done, "arm").learned(self.floor):  # one test, language models included
             return []
-        return [str(r) for r in done.run_id if self.measurable(str(r))]
+        runs = [str(r) for r in done.run_id]
+        self.unmeasurable.update(r for r in runs if not self.measurable(r))
+        return [r for r in runs if self.measurable(r)]
 
     def unmeasured(self, arm: pd.DataFrame) -> bool:
         """Whether an arm learned its task but none of its finished runs can be measured (no weights and no kept

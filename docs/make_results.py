@@ -156,6 +156,33 @@ def publish_runs(folder: Path, figures: Path, ids: list[str]) -> None:
     w.writerows(rows)
     with gzip.GzipFile(figures / "runs.csv.gz", "wb", mtime=0) as f:  # mtime 0: the same runs give the same bytes
         f.write(buf.getvalue().encode())
+    publish_database(folder, figures)
+
+
+#: The study folder's files that, with its database, let ``pelab report`` decide every verdict again (its design's
+#: rounds and its protocol); the checkpoints are not among them: the measures of their weights are in the database.
+BESIDE = ("protocol.json", "sequential.json")
+
+
+def publish_database(folder: Path, to: Path) -> None:
+    """The study's database, gzipped (a consistent copy, taken with SQLite's backup, so a study writing meanwhile
+    cannot tear it), with its protocol and design: unpacked into a folder, ``pelab report`` there recomputes every
+    verdict, those that measure trained models (C2, C4, C8, C10) included, from the measures the study's report kept,
+    without its ~1 GB of checkpoints (docs/study.md)."""
+    import gzip
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "results.sqlite"
+        with sqlite3.connect(folder / "results.sqlite") as src, sqlite3.connect(copy) as dst:
+            src.backup(dst)
+        with sqlite3.connect(copy) as dst:
+            dst.execute("VACUUM")
+        with gzip.GzipFile(to / "results.sqlite.gz", "wb", mtime=0) as f:
+            f.write(copy.read_bytes())
+    for name in BESIDE:
+        if (folder / name).is_file():
+            shutil.copyfile(folder / name, to / name)
 
 
 def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall: str) -> Path:
@@ -183,7 +210,10 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
         f"| CPU | {cpu} |",
         f"| wall time | {wall} |",
         f"| runs | {len(ids)} finished; run ids in [results/run_ids.txt](results/run_ids.txt); their stored rows in "
-        "[results/runs.csv.gz](results/runs.csv.gz) and the verdicts in [results/claims.json](results/claims.json) |",
+        "[results/runs.csv.gz](results/runs.csv.gz) and the verdicts in [results/claims.json](results/claims.json); "
+        "the whole database, measures of the trained models included, in [results/results.sqlite.gz]"
+        "(results/results.sqlite.gz) (unpack it with protocol.json and sequential.json into a folder and run `pelab "
+        "report` there: every verdict again, no checkpoint needed) |",
     ]
     if design:
         provenance.append(

@@ -156,6 +156,15 @@ def test_the_published_runs_are_the_pages_runs_byte_for_byte(tmp_path: Path) -> 
     assert (out / "claims.json").read_text() == (folder / "claims.json").read_text()
     maker.publish_runs(folder, out, ["a", "b", "c"])
     assert (out / "runs.csv.gz").read_bytes() == first
+    (out / "db.sqlite").write_bytes(gzip.decompress((out / "results.sqlite.gz").read_bytes()))
+    with sqlite3.connect(out / "db.sqlite") as conn:  # the whole database, every run in it
+        assert conn.execute("SELECT run_id, status FROM runs ORDER BY run_id").fetchall() == [
+            ("a", "done"), ("b", "done"), ("c", "failed"), ("z", "done")
+        ]  # fmt: skip
+    assert not (out / "protocol.json").exists()  # not in the folder: not published
+    (folder / "protocol.json").write_text('{"rules": 1}')
+    maker.publish_runs(folder, out, ["a", "b", "c"])
+    assert (out / "protocol.json").read_text() == '{"rules": 1}'
 
 
 def test_the_page_is_not_written_from_a_folder_with_a_link(tmp_path: Path) -> None:

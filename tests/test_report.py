@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gzip
 import hashlib
 import json
 import os
@@ -303,6 +304,19 @@ def _every_run(self: Any, arm: pd.DataFrame) -> list[str]:
     return [str(r) for r in done.run_id if self.measurable(str(r))]
 
 
+def _maker() -> Any:
+    """docs/make_results.py, which publishes full's run (not a package module)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_results", Path(__file__).parents[1] / "docs" / "make_results.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _nudge(ckpt: Path) -> None:
     """Replace a checkpoint with other weights of the same model (one tensor moved by 1e-3), as a new file."""
     from safetensors import safe_open
@@ -371,11 +385,11 @@ def test_a_rebuilt_report_reads_its_measures_from_the_database_and_says_the_same
 def test_a_folder_whose_weights_are_gone_decides_from_its_kept_measures(
     study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A folder that kept its measures but not its weights (checkpoints deleted to save space; a run published or
-    carried to another machine as its database) decides every claim as it did with them, byte for byte in
-    claims.json, and says which figures of one run's weights it could not draw. A measure it never kept is one
-    line naming the run, never a wrong verdict; a folder with neither weights nor measures is unmeasured, as
-    ``--no-checkpoints`` always was."""
+    """A folder that kept its measures but not its weights (here the database alone, published as
+    docs/make_results.py publishes full's run and unpacked into a new folder; or checkpoints deleted to save space)
+    decides every claim as it did with them, byte for byte in claims.json, and says which figures of one run's
+    weights it could not draw. A measure it never kept is one line naming the run, never a wrong verdict; a folder
+    with neither weights nor measures is unmeasured, as ``--no-checkpoints`` always was."""
     import sqlite3
 
     from pelab.errors import PelabError
@@ -398,7 +412,14 @@ def test_a_folder_whose_weights_are_gone_decides_from_its_kept_measures(
     first = (copy / "claims.json").read_text()
     assert calls
     measured = {r for _, r, _ in calls}
-    shutil.rmtree(copy / "checkpoints")
+    published, copy = tmp_path / "published", tmp_path / "unpacked"  # as docs/make_results.py publishes full's run
+    published.mkdir()
+    copy.mkdir()
+    _maker().publish_database(tmp_path / "travelled", published)
+    (copy / "results.sqlite").write_bytes(gzip.decompress((published / "results.sqlite.gz").read_bytes()))
+    for name in ("protocol.json", "sequential.json"):
+        if (published / name).exists():
+            shutil.copyfile(published / name, copy / name)
     calls.clear()
     monkeypatch.setattr(context, "_MEMO", {})
     build.build_report(copy)

@@ -171,13 +171,17 @@ def publish_database(folder: Path, to: Path) -> None:
     without its ~1 GB of checkpoints (docs/study.md)."""
     import gzip
     import tempfile
+    from contextlib import closing
 
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "results.sqlite"
-        with sqlite3.connect(folder / "results.sqlite") as src, sqlite3.connect(copy) as dst:
+        source = f"{(folder / 'results.sqlite').resolve().as_uri()}?mode=ro"
+        with closing(sqlite3.connect(source, uri=True)) as src, closing(sqlite3.connect(copy)) as dst:
             src.backup(dst)
-        with sqlite3.connect(copy) as dst:
+        with closing(sqlite3.connect(copy, isolation_level=None)) as dst:  # one file: no -wal left behind it
+            dst.execute("PRAGMA journal_mode=DELETE")
             dst.execute("VACUUM")
+        assert not Path(f"{copy}-wal").exists(), "the published copy would be missing what its -wal held"
         with gzip.GzipFile(to / "results.sqlite.gz", "wb", mtime=0) as f:
             f.write(copy.read_bytes())
     for name in BESIDE:

@@ -179,3 +179,31 @@ def test_the_page_is_not_written_from_a_folder_with_a_link(tmp_path: Path) -> No
     with pytest.raises(PelabError, match="claims.json"):
         _maker().write_page(folder, tmp_path / "docs", "c", "x", "cpu", "1 min")
     assert not (tmp_path / "docs" / "results" / "claims.json").exists()
+
+
+def test_the_published_database_is_one_file_with_what_the_studys_log_still_held(tmp_path: Path) -> None:
+    """A study keeps its database in WAL mode and may be writing while it is published: the copy holds the rows
+    only its -wal held so far, and is one file in rollback mode (a WAL-mode copy unpacked alone opens as a
+    database, but its VACUUM went to a -wal that was never published)."""
+    import gzip
+    import sqlite3
+    from contextlib import closing
+
+    folder, out = tmp_path / "study", tmp_path / "out"
+    folder.mkdir()
+    out.mkdir()
+    with closing(sqlite3.connect(folder / "results.sqlite", isolation_level=None)) as study:
+        study.execute("PRAGMA journal_mode=WAL")
+        study.execute("PRAGMA wal_autocheckpoint=0")  # the rows stay in the -wal while the study is open
+        study.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, value BLOB)")
+        study.executemany("INSERT INTO runs VALUES (?, ?)", [(f"r{i}", b"x" * 4000) for i in range(50)])
+        study.execute("DELETE FROM runs WHERE run_id > 'r1'")  # pages a VACUUM gives back
+        assert (folder / "results.sqlite-wal").stat().st_size > 0
+        _maker().publish_database(folder, out)
+    raw = gzip.decompress((out / "results.sqlite.gz").read_bytes())
+    assert raw[18:20] == b"\x01\x01"  # the file format's read and write versions: 1 is rollback, 2 is WAL
+    (tmp_path / "copy.sqlite").write_bytes(raw)
+    with closing(sqlite3.connect(tmp_path / "copy.sqlite")) as copy:
+        assert copy.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall() == [("r0",), ("r1",)]
+        assert copy.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed: the deleted runs' pages gone
+    assert not list(out.glob("*-wal"))

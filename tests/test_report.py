@@ -381,6 +381,46 @@ def test_a_rebuilt_report_reads_its_measures_from_the_database_and_says_the_same
     assert tuple(json.loads(planted[1])[1:]) in calls
     assert {r for _, r, _ in calls} == {planted[0], other[0]}
 
+    calls.clear()
+    monkeypatch.setattr(context, "measuring_code", lambda: "a pelab whose probes changed")
+    monkeypatch.setattr(context, "_MEMO", {})
+    build.build_report(copy)  # the kept measures are another code's: every one is taken again
+    assert sorted(calls) == sorted(tuple(json.loads(k)[1:]) for _, k, _ in kept)
+
+
+def test_the_measuring_code_covers_every_module_a_measure_runs() -> None:
+    """A kept measure counts only under the code that took it (``measuring_code``): every pelab module that
+    measuring a stored model imports is in ``MEASURING_CODE``, but for the plumbing that computes nothing; a
+    plugin loaded changes it."""
+    import subprocess
+    import sys
+
+    from pelab import plugins
+    from pelab.report import context
+
+    probe = (
+        "import sys; from pelab.report.context import measure_job; from pelab.analysis import load_trained; "
+        "from pelab.analysis.measures import MEASURES; import pelab.analysis.additive, pelab.analysis.attention, "
+        "pelab.analysis.probes, pelab.analysis.geometry; print(' '.join(m for m in sys.modules if m[:6] == 'pelab.'))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    plumbing = {"errors", "files", "interrupts", "forkserver", "plugins", "report", "study", "checkpoint",
+                "records", "preflight", "device", "sizes", "tables", "rounds", "rules", "plots"}  # fmt: skip
+    root = Path(context.__file__).parents[1]
+    covered = {Path(e).with_suffix("").as_posix() for e in context.MEASURING_CODE}
+    for e in context.MEASURING_CODE:
+        assert (root / e).exists(), e
+    left = [m for m in out if m.split(".")[1] not in covered | plumbing]
+    assert "pelab.analysis.probes" in out and left == []
+    before = context.measuring_code()
+    assert before == context.measuring_code() and len(before) == 64
+    plugins._LOADED["x"] = plugins._LOADED.get("x") or type("P", (), {"name": "x", "sha256": "0" * 64})()
+    try:
+        assert context.measuring_code() != before
+    finally:
+        plugins._LOADED.pop("x", None)
+    assert context.measuring_code() == before
+
 
 def test_a_folder_whose_weights_are_gone_decides_from_its_kept_measures(
     study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

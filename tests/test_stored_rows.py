@@ -208,10 +208,10 @@ def test_a_stored_measure_that_does_not_hold_together_is_not_read(tmp_path: Path
     """A received folder's measures table is untrusted: a value a claim would trip on is left out (and so measured
     again), and a table of another shape reads as none; never a crash."""
     with Store(tmp_path) as store:
-        assert store.put_measure("r1", "k", "sha", MEASURE)
-        store.conn.execute("INSERT INTO measures VALUES ('r2', 'k', 'sha', ?)", (text,))
+        assert store.put_measure("r1", "k", "sha", MEASURE, "code")
+        store.conn.execute("INSERT INTO measures VALUES ('r2', 'k', 'sha', ?, 'code')", (text,))
         store.conn.commit()
-        got = store.stored_measures()
+        got = store.stored_measures("code")
     assert set(got) == {("r1", "k")}
     checkpoint, value = got[("r1", "k")]
     assert checkpoint == "sha" and json.dumps(value) == json.dumps(MEASURE)  # NaN included, numbers exact
@@ -219,8 +219,8 @@ def test_a_stored_measure_that_does_not_hold_together_is_not_read(tmp_path: Path
         db.execute("DROP TABLE measures")
         db.execute("CREATE TABLE measures (other TEXT)")
     with Store(tmp_path) as store:
-        assert store.stored_measures() == {}
-        assert store.put_measure("r1", "k", "sha", MEASURE) is False  # a cache that cannot be kept is skipped
+        assert store.stored_measures("code") == {}
+        assert store.put_measure("r1", "k", "sha", MEASURE, "code") is False  # a cache that cannot be kept is skipped
 
 
 def test_a_forgotten_run_forgets_its_measures(tmp_path: Path) -> None:
@@ -228,8 +228,30 @@ def test_a_forgotten_run_forgets_its_measures(tmp_path: Path) -> None:
     import numpy as np
 
     with Store(tmp_path) as store:
-        store.put_measure("r1", "k", "sha", {"x": np.float64(0.5), "y": np.arange(3)})  # NumPy's numbers as JSON
-        store.put_measure("r2", "k", "sha", {"x": 1})
-        assert store.stored_measures()[("r1", "k")][1] == {"x": 0.5, "y": [0, 1, 2]}
+        store.put_measure("r1", "k", "sha", {"x": np.float64(0.5), "y": np.arange(3)}, "c")  # NumPy's as JSON
+        store.put_measure("r2", "k", "sha", {"x": 1}, "c")
+        assert store.stored_measures("c")[("r1", "k")][1] == {"x": 0.5, "y": [0, 1, 2]}
         store.forget(["r1"])
-        assert set(store.stored_measures()) == {("r2", "k")}
+        assert set(store.stored_measures("c")) == {("r2", "k")}
+
+
+def test_a_measure_taken_by_other_measuring_code_is_not_read(tmp_path: Path) -> None:
+    """A measure counts only under the code that took it: one kept by a pelab whose probe changed since is not
+    this pelab's measure. A table kept before measures named their code takes the column, its rows matching no
+    code, and so are measured again where the weights are."""
+    with Store(tmp_path) as store:
+        store.put_measure("r1", "k", "sha", MEASURE, "old")
+        store.put_measure("r2", "k", "sha", MEASURE, "new")
+        assert set(store.stored_measures("new")) == {("r2", "k")}
+        assert set(store.stored_measures("old")) == {("r1", "k")}
+        store.put_measure("r1", "k", "sha", MEASURE, "new")  # measured again by this code: the one row replaced
+        assert set(store.stored_measures("new")) == {("r1", "k"), ("r2", "k")}
+    with sqlite3.connect(tmp_path / DB_NAME) as db:  # the table as 400a38b made it
+        db.execute("DROP TABLE measures")
+        db.execute("CREATE TABLE measures (run_id TEXT NOT NULL, key TEXT NOT NULL, checkpoint TEXT NOT NULL, "
+                   "value TEXT NOT NULL, PRIMARY KEY (run_id, key))")  # fmt: skip
+        db.execute("INSERT INTO measures VALUES ('r1', 'k', 'sha', ?)", (json.dumps(MEASURE),))
+    with Store(tmp_path) as store:
+        assert store.stored_measures("new") == {}  # its rows name no code: none is this pelab's
+        assert store.put_measure("r1", "k", "sha", MEASURE, "new")
+        assert set(store.stored_measures("new")) == {("r1", "k")}

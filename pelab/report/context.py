@@ -5,6 +5,7 @@ which measure stored models (``pelab.analysis.measures``) side by side while thi
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import multiprocessing as mp
 import os
@@ -53,6 +54,38 @@ _MEMO: dict[tuple[str, str, tuple[int, int, int]], dict[str, Any]] = {}
 #: The sha256 of each checkpoint read in this process, by path and identity on disk (``_stamp``): a measure stored in
 #: the database is keyed by its model's digest, and a report reads the same checkpoint for several measures.
 _DIGESTS: dict[tuple[str, tuple[int, int, int]], str] = {}
+
+
+#: The code a stored model's measure depends on, besides its weights: the measures themselves, the model they load
+#: (positions, combiners, embeddings, frozen vectors, the registry that names them) and the tasks whose held-out
+#: sequences they read. Paths relative to the ``pelab`` package; a folder stands for every ``.py`` under it.
+MEASURING_CODE = (
+    "analysis", "positions", "tasks", "weights", "combine.py", "config.py", "embedding.py", "frozen.py",
+    "model.py", "registry.py",
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=8)
+def _code_digest(plugin_hashes: tuple[tuple[str, str], ...]) -> str:
+    import hashlib
+
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for entry in MEASURING_CODE:
+        path = root / entry
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    for name, sha in plugin_hashes:
+        h.update(f"plugin {name} {sha}\0".encode())
+    return h.hexdigest()
+
+
+def measuring_code() -> str:
+    """The sha256 of the code that measures a stored model (``MEASURING_CODE``) and of the plugins loaded now: a
+    measure kept in the database counts only under the same code. The rules' sha256 does not cover it, and a
+    measure kept by a pelab whose probe or model changed since would otherwise be read as if this pelab took it
+    (where the weights are gone, the claim would decide on it)."""
+    return _code_digest(tuple(sorted((p.name, p.sha256) for p in plugins.loaded().values())))
 
 
 def checkpoint_digest(folder: Path, run_id: str) -> str | None:
@@ -297,7 +330,7 @@ class ReportContext:
             return
         try:
             with Store(self.folder, create=False) as store:
-                store.put_measure(run_id, key, digest, self.analyses[key])
+                store.put_measure(run_id, key, digest, self.analyses[key], measuring_code())
         except PelabError:  # the database went (moved away mid-report): the report goes on, measured here
             pass
 
@@ -330,7 +363,7 @@ class ReportContext:
 
         try:
             with Store(self.folder, create=False) as store:
-                return store.stored_measures()
+                return store.stored_measures(measuring_code())
         except PelabError:
             return {}
 

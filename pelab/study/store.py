@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS measures (
     key TEXT NOT NULL,
     checkpoint TEXT NOT NULL,
     value TEXT NOT NULL,
+    code TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (run_id, key)
 );
 """
@@ -98,6 +99,10 @@ class Store:
             if "host" not in columns:  # a study started before runs recorded where they ran
                 with self.conn:
                     self.conn.execute("ALTER TABLE runs ADD COLUMN host TEXT")
+            kept = {r[1] for r in self.conn.execute("PRAGMA table_info(measures)")}
+            if "code" not in kept and {"run_id", "key", "checkpoint", "value"} <= kept:  # kept before measures
+                with self.conn:  # named their code: those rows match no code (measured again where weights are)
+                    self.conn.execute("ALTER TABLE measures ADD COLUMN code TEXT NOT NULL DEFAULT ''")
         except sqlite3.Error as e:
             raise PelabError(self.problem(e)) from None
         except PelabError:
@@ -189,13 +194,17 @@ class Store:
             raise PelabError(self.problem(e)) from None
 
     # --- measures of stored models ---------------------------------------------------------
-    def stored_measures(self) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
-        """Every measure of a stored model that an earlier report or look kept, by (run id, measure key): (the
-        sha256 of the checkpoint it was taken on, its value). One query per report, not one per model. A received
-        folder's table is untrusted input: a value that does not hold together (``measure_problem``) is left out,
-        and so measured again, never believed and never a crash; so is a table of another shape."""
+    def stored_measures(self, code: str) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+        """Every measure of a stored model that an earlier report or look kept with the same measuring ``code``
+        (``pelab.report.context.measuring_code``), by (run id, measure key): (the sha256 of the checkpoint it was
+        taken on, its value). One query per report, not one per model. A measure taken by other code is not this
+        pelab's measure and is left out. A received folder's table is untrusted input: a value that does not hold
+        together (``measure_problem``) is left out, and so measured again, never believed and never a crash; so is
+        a table of another shape."""
         try:
-            rows = self.conn.execute("SELECT run_id, key, checkpoint, value FROM measures").fetchall()
+            rows = self.conn.execute(
+                "SELECT run_id, key, checkpoint, value FROM measures WHERE code = ?", (code,)
+            ).fetchall()
         except sqlite3.Error:
             return {}
         out: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
@@ -210,14 +219,16 @@ class Store:
                 out[(run_id, key)] = (checkpoint, value)
         return out
 
-    def put_measure(self, run_id: str, key: str, checkpoint: str, value: dict[str, Any]) -> bool:
-        """Keep one measure for the next report (one transaction). A measure is a cache: a database that cannot
-        take it (read-only, full) leaves the report as it was, measured in this process; False then."""
+    def put_measure(self, run_id: str, key: str, checkpoint: str, value: dict[str, Any], code: str) -> bool:
+        """Keep one measure, taken by the measuring ``code``, for the next report (one transaction). A measure is a
+        cache: a database that cannot take it (read-only, full) leaves the report as it was, measured in this
+        process; False then."""
         text = json.dumps(value, allow_nan=True, default=_plain)
         try:
             with self.conn:
                 self.conn.execute(
-                    "INSERT OR REPLACE INTO measures VALUES (?, ?, ?, ?)", (run_id, key, checkpoint, text)
+                    "INSERT OR REPLACE INTO measures (run_id, key, checkpoint, value, code) VALUES (?, ?, ?, ?, ?)",
+                    (run_id, key, checkpoint, text, code),
                 )
         except sqlite3.Error:
             return False

@@ -388,6 +388,57 @@ def test_a_rebuilt_report_reads_its_measures_from_the_database_and_says_the_same
     assert sorted(calls) == sorted(tuple(json.loads(k)[1:]) for _, k, _ in kept)
 
 
+def test_a_study_whose_measures_were_all_kept_travels_without_its_weights(
+    study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pelab report --keep-measures`` takes every measure a report could read of every finished run, of arms that
+    learned or not (the tiny study learns nothing; the report below reads every run as learned, as an arm above
+    the floor after a later round's seeds would be), and those of the runs a report only shows, and writes no
+    report. Carried as its database alone, the folder's report then measures nothing and stops on nothing."""
+    import sqlite3
+
+    from typer.testing import CliRunner
+
+    from pelab.cli import app
+    from pelab.report import build, context
+
+    calls: list[tuple[str, str, bool]] = []
+    job = context.measure_job
+
+    def counted(folder: str, name: str, run_id: str, at_init: bool) -> dict:
+        calls.append((name, run_id, at_init))
+        return job(folder, name, run_id, at_init)
+
+    monkeypatch.setattr(context, "measure_job", counted)
+    monkeypatch.setattr(build, "report_pool", lambda: contextlib.nullcontext(None))  # measures run here, counted
+    copy = tmp_path / "carried"
+    shutil.copytree(study_dir, copy)
+    for name in ("report.md", "report.html", "claims.json"):
+        (copy / name).unlink()
+    with sqlite3.connect(copy / "results.sqlite") as db:
+        db.execute("DELETE FROM measures")
+    monkeypatch.setattr(context, "_MEMO", {})
+    r = CliRunner().invoke(app, ["report", str(copy), "--keep-measures"])
+    assert r.exit_code == 0, r.output
+    assert calls and re.search(rf"{len(set(calls))} measure\(s\) of stored models kept", " ".join(r.output.split()))
+    assert not any((copy / name).exists() for name in ("report.md", "claims.json"))  # no verdict written
+
+    published, unpacked = tmp_path / "published", tmp_path / "unpacked"
+    published.mkdir()
+    unpacked.mkdir()
+    _maker().publish_database(copy, published)
+    (unpacked / "results.sqlite").write_bytes(gzip.decompress((published / "results.sqlite.gz").read_bytes()))
+    for name in ("protocol.json", "sequential.json"):
+        if (published / name).exists():
+            shutil.copyfile(published / name, unpacked / name)
+    calls.clear()
+    monkeypatch.setattr(context.ReportContext, "learned_runs", _every_run)
+    monkeypatch.setattr(context, "_MEMO", {})
+    build.build_report(unpacked)  # every arm learned, figures of the shown runs asked for: all kept
+    assert calls == []
+    assert json.loads((unpacked / "claims.json").read_text()) and not build.load_context(unpacked).unmeasurable
+
+
 def test_the_measuring_code_covers_every_module_a_measure_runs() -> None:
     """A kept measure counts only under the code that took it (``measuring_code``): every pelab module that
     measuring a stored model imports is in ``MEASURING_CODE``, but for the plumbing that computes nothing; a

@@ -57,6 +57,14 @@ def report_cmd(
     out: Annotated[Path, typer.Argument(help="study folder")],
     plugin: PluginOption = None,
     trust_plugins: TrustOption = False,
+    keep_measures: Annotated[
+        bool,
+        typer.Option(
+            "--keep-measures",
+            help="write no report: take and keep in the database every measure of every stored model (arms that "
+            "learned or not), so the study can travel, or go on, without its checkpoints (docs/study.md)",
+        ),
+    ] = False,
 ) -> None:
     """Rebuild a study's report from its database and checkpoints, without training."""
     from pelab.study.folder import StudyFolder
@@ -69,7 +77,30 @@ def report_cmd(
     folder_plugins(out, plugin, trust_plugins)  # its plugins' code runs only when confirmed
     with StudyLock(out):  # not while a study (or another report) writes this folder
         StudyFolder(out).remove_leftovers()  # temp files of a report cut short (Ctrl-C, kill -9)
-        _report(out)
+        if keep_measures:
+            _keep_measures(out)
+        else:
+            _report(out)
+
+
+def _keep_measures(out: Path) -> None:
+    from pelab.report.build import keep_measures
+    from pelab.study.driver import progress_display
+
+    start = time.perf_counter()
+    if not console.is_terminal:
+        console.print("report: taking every measure of the stored models, to keep", markup=False)
+    with progress_display(console, quiet=False) as progress:
+        task = progress.add_task("measures", total=1, completed=0, failed="", left="")
+
+        def told(done: int, known: int, left: str) -> None:
+            progress.update(task, total=known, completed=done, left=left)
+
+        kept = keep_measures(out, on_progress=told)
+    console.print(
+        f"report: {kept} measure(s) of stored models kept in {escape(str(out / 'results.sqlite'))} "
+        f"({time.perf_counter() - start:.0f} s); no report written"
+    )
 
 
 def _results_table(out: Path, by: list[str] | None = None, csv: Path | None = None, metric: str | None = None) -> None:

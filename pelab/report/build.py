@@ -29,7 +29,7 @@ from pelab.report.answer import gap_figure, lm_sentences
 from pelab.report.catalog import all_claims
 from pelab.report.claim_lines import claim_line
 from pelab.report.compact import published
-from pelab.report.context import ReportContext, protocol_line, report_pool
+from pelab.report.context import ReportContext, measuring_code, protocol_line, report_pool
 from pelab.report.figures import curves_plot
 from pelab.report.first_screen import answer_sentences
 from pelab.report.looks import VERDICT_CLASS, VERDICT_GLYPH
@@ -288,6 +288,45 @@ def decide_claims(folder: str | Path, only: Sequence[str] = ()) -> list[ClaimRes
     with report_pool() as pool, reading_under(ctx.design), reading_protocol(ctx.confirmatory):
         ctx.pool = pool
         return _claims(ctx, only)
+
+
+def keep_measures(folder: str | Path, on_progress: OnProgress | None = None) -> int:
+    """Take, and keep in the database, every measure a report could read of every finished run of this study,
+    of arms that learned or not, and those of the runs a report only shows; returns how many measures are kept.
+    What a study about to travel without its weights needs (a long study carried from one machine to the next,
+    docs/study.md): a report reads only the arms that learned, and an arm below the floor today can be above it
+    after the seeds a later round adds, when its first seeds' weights are gone. No verdict is written or shown,
+    no figure drawn."""
+    from pelab.study.store import Store
+
+    folder = Path(folder)
+    ctx = load_context(folder)
+    ctx.work = ReportWork(on_progress)
+    ctx.display = True  # the measures of what a report shows (C10's collisions of one run) are kept too
+
+    def every_run(arm: Any) -> list[str]:
+        done = arm[arm.status == "done"].sort_values("seed")
+        return [str(r) for r in done.run_id if ctx.measurable(str(r))]
+
+    analyse = ctx.analyse
+
+    def schemes_only(name: str, run_id: str | None = None, at_init: bool = False, **scheme: Any) -> Any:
+        """A scheme's analysis (a fresh encoder) as the report takes it; none of one run's weights, drawn only
+        for figures (and where the weights are gone, a report goes without them)."""
+        return None if run_id is not None else analyse(name, run_id, at_init, **scheme)
+
+    ctx.learned_runs = every_run  # type: ignore[method-assign]
+    ctx.analyse = schemes_only  # type: ignore[method-assign]
+    measuring = [c.id for c in all_claims() if c.plan is not None]  # a claim that measures plans its measures
+    with report_pool() as pool, reading_under(ctx.design), reading_protocol(ctx.confirmatory):
+        ctx.pool = pool
+        results = _claims(ctx, measuring)
+        ctx.pool = None
+    broken = [c for c in results if c.verdict == ERROR]
+    if broken:  # its measures may be missing: carried so, the weights gone, they could not be taken again
+        raise PelabError(f"report: claim {broken[0].id} could not read its measures ({broken[0].key[:200]})")
+    with Store(folder, create=False) as store:
+        return len(store.stored_measures(measuring_code()))
 
 
 #: The claims that read MiniLM's own tables (``run_pretrained``), measured once beside the other claims.

@@ -539,3 +539,150 @@ def test_a_folder_whose_weights_are_gone_decides_from_its_kept_measures(
     monkeypatch.undo()
     arm = ctx.frame[ctx.frame.run_id.isin(measured)]
     assert context.ReportContext.learned_runs(ctx, arm) == [] and ctx.unmeasurable == set(arm.run_id)
+
+
+def _forget_measures(folder: Path) -> None:
+    """Drop the measures the fixture's report kept, so a report on this copy takes them again."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(folder / "results.sqlite")) as db, db:
+        db.execute("DELETE FROM measures")
+
+
+def test_measures_on_worker_processes_match_one_process(
+    study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's per-seed measures run on worker processes; in this process alone they give the same
+    verdicts, key figures and comparison rows."""
+    import functools
+
+    from pelab.report import build
+    from pelab.report.context import report_pool
+
+    copy = tmp_path / "one"
+    shutil.copytree(study_dir, copy)
+    _forget_measures(copy)  # measured again here, in this process alone
+    monkeypatch.setattr(build, "report_pool", functools.partial(report_pool, 1))
+    build.build_report(copy)
+    pooled = json.loads((study_dir / "claims.json").read_text())
+    alone = json.loads((copy / "claims.json").read_text())
+    assert [(c["id"], c["verdict"], c["key"]) for c in alone] == [(c["id"], c["verdict"], c["key"]) for c in pooled]
+    assert json.dumps([c["rows"] for c in alone], sort_keys=True) == json.dumps(
+        [c["rows"] for c in pooled], sort_keys=True
+    )
+
+
+def test_every_measure_the_plans_start_is_read_by_its_claim(
+    study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claims' plans start their measures on the workers before any claim runs. A plan that started a measure
+    no claim reads would only waste a worker; one that missed a measure would leave it to be waited for later.
+    Both are checked: the measures the claims read are exactly the ones the plans started, and none is left."""
+    import functools
+
+    from pelab.report import build
+    from pelab.report.context import ReportContext, report_pool
+
+    copy = tmp_path / "planned"
+    shutil.copytree(study_dir, copy)
+    _forget_measures(copy)  # nothing read from the database: every measure is started or taken
+    planned: list[str] = []
+    after: list[tuple[set[str], dict]] = []
+    submit, run_claims = ReportContext.submit, build._run_claims
+
+    def record(self: ReportContext, name: str, run_ids: list[str], at_init: bool = False) -> None:
+        before = set(self.started)
+        submit(self, name, run_ids, at_init)
+        planned.extend(set(self.started) - before)
+
+    def claims_then_look(ctx: ReportContext, specs: list) -> list:
+        planned_by_plans = list(planned)
+        out = run_claims(ctx, specs)
+        read = {k for k in ctx.analyses if k.startswith('["measure"')}
+        after.append((read - set(planned_by_plans), dict(ctx.started)))
+        return out
+
+    def every_run(self: ReportContext, arm: pd.DataFrame) -> list[str]:
+        """The tiny study learns nothing in 25 steps: read every finished run as learned, so there is a lot
+        to measure (plans and claims read this alike)."""
+        done = arm[arm.status == "done"].sort_values("seed")
+        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+
+    monkeypatch.setattr(build, "report_pool", functools.partial(report_pool, 2))
+    monkeypatch.setattr(ReportContext, "learned_runs", every_run)
+    monkeypatch.setattr(ReportContext, "submit", record)
+    monkeypatch.setattr(build, "_run_claims", claims_then_look)
+    build.build_report(copy)
+    assert planned, "the plans started no measure"
+    assert len(planned) == len(set(planned))
+    ((unplanned, unread),) = after
+    assert unplanned == set() and unread == {}
+
+
+def test_the_report_tells_its_progress_to_the_end_and_a_log_file_gets_lines(
+    study_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report took a minute behind a spinner. Now every measure of a stored model (on the workers, told from the
+    pool's thread), every claim and the writing is counted as it ends: the counts only grow, every item known is
+    finished by the end, and ``pelab report`` into a file prints plain progress lines that end at 100%."""
+    from typer.testing import CliRunner
+
+    from pelab.cli import app
+    from pelab.report import build
+    from pelab.report.context import ReportContext
+
+    def every_run(self: ReportContext, arm: pd.DataFrame) -> list[str]:
+        done = arm[arm.status == "done"].sort_values("seed")  # the tiny study learned nothing: measure every run
+        return [str(r) for r in done.run_id if self.has_checkpoint(str(r))]
+
+    monkeypatch.setattr(ReportContext, "learned_runs", every_run)
+    copy = tmp_path / "told"
+    shutil.copytree(study_dir, copy)
+    _forget_measures(copy)  # the measures are counted as they are taken, not read
+    told: list[tuple[int, int, str]] = []
+    build.build_report(copy, on_progress=lambda done, known, left: told.append((done, known, left)))
+    dones = [d for d, _, _ in told]
+    assert dones == sorted(dones) and all(d <= k for d, k, _ in told)
+    assert told[-1][0] == told[-1][1] == max(k for _, k, _ in told)
+    assert told[-1][1] > 25  # the claims, the writing and the stored models' measures, not the claims alone
+    assert any(left.startswith("about ") for _, _, left in told)
+    result = CliRunner().invoke(app, ["report", str(copy)])
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("report: ")]
+    done = next(i for i, ln in enumerate(lines) if ln.startswith("report: done in "))
+    assert re.fullmatch(r"report: (\d+)/\1 \(100%\), \d+:\d\d elapsed", lines[done - 1]), lines
+    assert done >= 3 and "about " in " ".join(lines[:done]), lines
+
+
+def test_a_prefetched_analysis_that_failed_raises_at_every_read() -> None:
+    """A job on the report's pool that fails must not read as "nothing to say" (C16 would say MiniLM is not
+    installed): its error comes back at every read, and a job that worked is read once and kept."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pelab.report.context import ReportContext
+
+    def broken() -> None:
+        raise RuntimeError("worker died")
+
+    with ThreadPoolExecutor(1) as pool:
+        ctx = ReportContext(folder=Path("."), study=None, rows=[], frame=None, pool=pool)  # type: ignore[arg-type]
+        ctx.prefetch("broken", broken)
+        ctx.prefetch("fine", lambda x: {"x": x}, 3)
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match="worker died"):
+                ctx.prefetched("broken")
+        assert ctx.prefetched("fine") == {"x": 3} and ctx.prefetched("fine") == {"x": 3}
+        assert ctx.prefetched("never started") is None
+
+
+def test_a_claim_is_declared_on_its_own_function() -> None:
+    """``@claim("C8", ...)`` registers the function right under it: a helper written between the declaration and
+    ``c8`` would be registered in its place and fail only when a report runs (it did: C8 read "error")."""
+    from pelab.report.registry import claim
+
+    def helper(task: str) -> str:
+        return task
+
+    with pytest.raises(ValueError, match=r"claim C99 declared on helper\(\), not on c99\(\)"):
+        claim("C99", "t", "c", "s", "r")(helper)

@@ -105,12 +105,25 @@ def deferred() -> Iterator[None]:
     reading a connection that closed early, so the server printed an ``EOFError`` traceback after pelab's one
     line (CI caught it once). Blocking SIGINT with ``pthread_sigmask`` would not do: the kernel hands a process's
     signal to any thread that does not block it (torch's, the pool's), and CPython runs the handler in the main
-    thread anyway. Outside the main thread (where no handler can be set) the block changes nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    thread anyway. Outside the main thread (where no handler can be set) the block changes nothing; nor does it
+    where the handler was set from C (``getsignal`` is None: it could not be put back).
+
+    A second Ctrl-C in the block goes through at once: a start that hangs (a fork server that stopped answering)
+    is stopped by pressing again, as a person would."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
         yield
         return
     came: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+
+    def wait(signum: int, frame: FrameType | None) -> None:
+        came.append(signum)
+        if len(came) > 1:  # pressed again: the previous handler takes it now, and the block's end adds nothing
+            signal.signal(signal.SIGINT, previous)
+            came.clear()
+            signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGINT, wait)
     try:
         yield
     finally:

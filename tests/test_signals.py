@@ -177,3 +177,39 @@ def test_a_ctrl_c_in_a_deferred_block_arrives_when_it_ends_to_the_handler_that_w
         assert seen[-1] == "inner ended"
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_second_ctrl_c_in_a_deferred_block_goes_through_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start that hangs is stopped by pressing again: the second Ctrl-C reaches the previous handler inside the
+    block, and the block's end adds none. Where the handler was set from C (``getsignal`` is None), the block
+    leaves it alone and a Ctrl-C arrives as it would have."""
+    import os
+
+    from pelab import interrupts
+
+    seen: list[str] = []
+
+    def handler(signum: int, frame: object) -> None:
+        seen.append("handled")
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            seen.append("waited")
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            seen.append("not reached")
+        assert seen == ["waited", "handled"] and signal.getsignal(signal.SIGINT) is handler
+        seen.clear()
+        monkeypatch.setattr(interrupts.signal, "getsignal", lambda signum: None)
+        with pytest.raises(KeyboardInterrupt), interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            seen.append("not reached")
+        assert seen == ["handled"]
+    finally:
+        monkeypatch.undo()
+        signal.signal(signal.SIGINT, previous)

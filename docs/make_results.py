@@ -9,6 +9,10 @@ page cannot go stale silently when a change moves the runs it reports.
     python docs/make_results.py pelab-out/full --command "pelab study --preset full" \
         --commit 170220a --cpu "AMD EPYC, 2 cores" --wall "1 h 32 min" [--to docs]
 
+A study too long for one machine's sitting travels as its database (after `pelab report FOLDER --keep-measures`):
+
+    python docs/make_results.py pelab-out/full --carry runs/full-in-progress
+
 When the preset moves and the study has not been run again yet, the page is marked out of date instead, with the
 counts of runs moved computed here and checked by the test (a page can be stale, never silently):
 
@@ -264,9 +268,23 @@ def main() -> None:
     p.add_argument("--cpu")
     p.add_argument("--wall")
     p.add_argument("--out-of-date", metavar="WHY", help="only mark the page out of date (what changed, a sentence)")
+    p.add_argument(
+        "--carry",
+        type=Path,
+        metavar="DIR",
+        help="only copy a study that is still running into DIR (its database, protocol and design), to go on on "
+        "another machine; run `pelab report FOLDER --keep-measures` first (runs/full-in-progress/README.md)",
+    )
     a = p.parse_args()
     if a.out_of_date:
         print(mark_out_of_date(a.to, a.out_of_date))
+        return
+    if a.carry:
+        if a.folder is None:
+            p.error("--carry needs the study folder")
+        a.carry.mkdir(parents=True, exist_ok=True)
+        publish_database(a.folder, a.carry)
+        print(a.carry / "results.sqlite.gz")
         return
     if a.folder is None or None in (a.command, a.commit, a.cpu, a.wall):
         p.error("a study folder and --command, --commit, --cpu and --wall are needed to write the page")

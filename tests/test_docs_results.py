@@ -207,3 +207,30 @@ def test_the_published_database_is_one_file_with_what_the_studys_log_still_held(
         assert copy.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall() == [("r0",), ("r1",)]
         assert copy.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed: the deleted runs' pages gone
     assert not list(out.glob("*-wal"))
+
+
+def test_a_running_study_is_carried_as_its_database_protocol_and_design(tmp_path: Path) -> None:
+    """``make_results.py FOLDER --carry DIR`` (runs/full-in-progress): what another machine needs to go on."""
+    import gzip
+    import sqlite3
+    import subprocess
+    import sys
+    from contextlib import closing
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    with closing(sqlite3.connect(folder / "results.sqlite")) as db, db:
+        db.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY)")
+        db.execute("INSERT INTO runs VALUES ('a')")
+    (folder / "protocol.json").write_text("{}")
+    (folder / "sequential.json").write_text('{"design": {}}')
+    script = Path(__file__).parents[1] / "docs" / "make_results.py"
+    r = subprocess.run([sys.executable, script, str(folder), "--carry", str(tmp_path / "to")], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "to").iterdir()) == ["protocol.json", "results.sqlite.gz",
+                                                                 "sequential.json"]  # fmt: skip
+    (tmp_path / "db").write_bytes(gzip.decompress((tmp_path / "to" / "results.sqlite.gz").read_bytes()))
+    with closing(sqlite3.connect(tmp_path / "db")) as db:
+        assert db.execute("SELECT run_id FROM runs").fetchall() == [("a",)]
+    r = subprocess.run([sys.executable, script, "--carry", str(tmp_path / "to")], capture_output=True, text=True)
+    assert r.returncode == 2 and "--carry needs the study folder" in r.stderr

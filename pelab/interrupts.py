@@ -95,6 +95,10 @@ def remembered() -> Iterator[None]:
         _pending.clear()
 
 
+#: One entry while a ``deferred`` block runs (main thread only): a block inside it changes nothing.
+_deferring: list[bool] = []
+
+
 @contextmanager
 def deferred() -> Iterator[None]:
     """Within the block, a Ctrl-C waits until the block ends and then arrives as it would have, to whatever
@@ -111,8 +115,8 @@ def deferred() -> Iterator[None]:
     A second Ctrl-C in the block goes through at once: a start that hangs (a fork server that stopped answering)
     is stopped by pressing again, as a person would."""
     previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or previous is None:
-        yield
+    if threading.current_thread() is not threading.main_thread() or previous is None or _deferring:
+        yield  # in a deferred block already (a worker's start inside the driver's): the outer one holds it
         return
     came: list[int] = []
 
@@ -124,9 +128,11 @@ def deferred() -> Iterator[None]:
             signal.raise_signal(signal.SIGINT)
 
     signal.signal(signal.SIGINT, wait)
+    _deferring.append(True)
     try:
         yield
     finally:
+        _deferring.pop()
         signal.signal(signal.SIGINT, previous)
         if came:
             signal.raise_signal(signal.SIGINT)

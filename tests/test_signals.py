@@ -204,6 +204,15 @@ def test_a_second_ctrl_c_in_a_deferred_block_goes_through_at_once(monkeypatch: p
             seen.append("not reached")
         assert seen == ["waited", "handled"] and signal.getsignal(signal.SIGINT) is handler
         seen.clear()
+        with pytest.raises(KeyboardInterrupt), interrupts.deferred(), interrupts.deferred():  # nested: the same
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            seen.append("waited")
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            seen.append("not reached")
+        assert seen == ["waited", "handled"] and signal.getsignal(signal.SIGINT) is handler
+        seen.clear()
         monkeypatch.setattr(interrupts.signal, "getsignal", lambda signum: None)
         with pytest.raises(KeyboardInterrupt), interrupts.deferred():
             os.kill(os.getpid(), signal.SIGINT)

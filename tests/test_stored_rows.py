@@ -235,6 +235,18 @@ def test_a_forgotten_run_forgets_its_measures(tmp_path: Path) -> None:
         assert set(store.stored_measures("c")) == {("r2", "k")}
 
 
+def test_a_run_trained_again_loses_the_measures_of_its_old_weights(folder: Path) -> None:
+    """A run stored again (trained again: an older engine's row, a damaged checkpoint) has other weights; where
+    its weights are gone later, the report must not read the old ones' measures as this model's."""
+    with Store(folder) as store:
+        run_id = store.rows()[0]["run_id"]
+        store.put_measure(run_id, "k", "sha", MEASURE, "c")
+        store.put_measure("other", "k", "sha", MEASURE, "c")
+        cfg = next(r for r in store.study().runs if r.run_id == run_id)
+        store.write(cfg, RunResult(run_id=run_id, status="done", metrics={"acc": 0.5}, versions=STUB_VERSIONS))
+        assert set(store.stored_measures("c")) == {("other", "k")}
+
+
 def test_a_measure_taken_by_other_measuring_code_is_not_read(tmp_path: Path) -> None:
     """A measure counts only under the code that took it: one kept by a pelab whose probe changed since is not
     this pelab's measure. A table kept before measures named their code takes the column, its rows matching no

@@ -219,6 +219,13 @@ class Store:
                 out[(run_id, key)] = (checkpoint, value)
         return out
 
+    def measured_runs(self) -> set[str]:
+        """The runs with a measure kept under any measuring code (none where the table cannot be read)."""
+        try:
+            return {r for (r,) in self.conn.execute("SELECT DISTINCT run_id FROM measures") if isinstance(r, str)}
+        except sqlite3.Error:
+            return set()
+
     def put_measure(self, run_id: str, key: str, checkpoint: str, value: dict[str, Any], code: str) -> bool:
         """Keep one measure, taken by the measuring ``code``, for the next report (one transaction). A measure is a
         cache: a database that cannot take it (read-only, full) leaves the report as it was, measured in this
@@ -244,7 +251,8 @@ class Store:
             raise PelabError(self.problem(e)) from None
 
     def _write(self, cfg: RunConfig, result: RunResult) -> None:
-        with self.conn:
+        with self.conn:  # a run trained again (an older engine's, a damaged checkpoint's) is other weights:
+            self.conn.execute("DELETE FROM measures WHERE run_id = ?", (result.run_id,))  # its measures go
             self.conn.execute(
                 f"INSERT OR REPLACE INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                 (

@@ -14,6 +14,11 @@ class PelabError(ValueError):
     """A user-facing error: bad configuration, bad input, impossible request."""
 
 
+class NothingFinished(PelabError):
+    """A study folder without a finished run of its study to read (every run failed so far): a sequential study's
+    look then has nothing to decide and its rounds stop, where any other error stops the study with its line."""
+
+
 #: What a terminal would act on rather than show: C0 and C1 control characters (ESC starts a sequence that can
 #: recolour the screen, move the cursor or set the window title; 0x9b is a one-byte CSI on some terminals), DEL,
 #: the line and paragraph separators, the bidirectional overrides that reorder what is read ("Trojan source"),

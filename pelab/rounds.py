@@ -27,7 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from pelab.errors import PelabError
+from pelab.errors import NothingFinished, PelabError
 from pelab.files import make_dirs
 from pelab.report.build import decide_claims
 from pelab.report.catalog import all_claims
@@ -158,7 +158,7 @@ def run_sequential(
         outcome.rounds.append(run_study(current, out, console=console, **{**run, "locked": True}))
         try:
             claims = decide(out, seq.claims)
-        except PelabError as e:  # no finished run to read (every run failed): nothing can be decided
+        except NothingFinished as e:  # no finished run to read (every run failed): nothing can be decided
             console.print(f"round {number}: no verdict can be read ({escape(str(e))})")
             break
         target, words = next_counts(open_rows(claims), current, counts)

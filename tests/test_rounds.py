@@ -391,3 +391,27 @@ def test_rounds_add_seeds_only_outside_a_grid_with_its_own_seeds(tmp_path: Path)
 def _configs(out: Path) -> list[str]:
     with sqlite3.connect(out / DB_NAME) as conn:
         return [r[0] for r in conn.execute("SELECT config FROM runs WHERE status = 'done'")]
+
+
+def test_a_look_that_cannot_read_its_measures_stops_the_study_with_its_line(tmp_path: Path) -> None:
+    """Only "nothing finished yet" ends the rounds quietly; any other error of a look (a run whose weights are gone
+    and whose measures were never kept, a database that cannot be read) stops the study with its own line, never
+    as "no verdict can be read" and a study that goes on as if decided."""
+    from pelab.errors import NothingFinished
+
+    study = parse_study(tiny(["add", "concat_split", "concat_wide"]))
+
+    def fails(error: PelabError) -> Any:
+        def decide(out: Path, only: Sequence[str] = ()) -> list[ClaimResult]:
+            raise error
+
+        return decide
+
+    gone = PelabError("report: run r's weights are gone and its 'overlap' was never kept")
+    with pytest.raises(PelabError, match="weights are gone"):
+        run_sequential(study, tmp_path / "a", console=Console(quiet=True), decide=fails(gone), workers=1)
+    console = Console(record=True, width=200)
+    outcome = run_sequential(
+        study, tmp_path / "b", console=console, decide=fails(NothingFinished("out: no finished runs")), workers=1
+    )
+    assert "round 1: no verdict can be read" in console.export_text() and len(outcome.rounds) == 1

@@ -193,6 +193,28 @@ def publish_database(folder: Path, to: Path) -> None:
             shutil.copyfile(folder / name, to / name)
 
 
+def carry(folder: Path, to: Path) -> None:
+    """A study still running, copied to go on on another machine without its weights (``publish_database``): not
+    while a study writes it (its lock), and only when every finished run's measures were kept since its last run
+    finished (``pelab report FOLDER --keep-measures``), else a run would travel with neither weights nor measures."""
+    from pelab.errors import PelabError
+    from pelab.report.build import kept_stamp
+    from pelab.study.store import Store, StudyLock
+
+    with StudyLock(folder):
+        with Store(folder, create=False) as store:
+            kept = store.meta("measures_kept")
+            now = kept_stamp(store)
+        if kept != now:
+            why = "runs or measuring code changed since its measures were kept" if kept else "measures were never kept"
+            raise SystemExit(f"carry: {folder}'s {why}; run `pelab report {folder} --keep-measures` first")
+        to.mkdir(parents=True, exist_ok=True)
+        try:
+            publish_database(folder, to)
+        except PelabError as e:
+            raise SystemExit(f"carry: {e}") from None
+
+
 def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall: str) -> Path:
     from pelab.study.folder import StudyFolder
 
@@ -282,8 +304,7 @@ def main() -> None:
     if a.carry:
         if a.folder is None:
             p.error("--carry needs the study folder")
-        a.carry.mkdir(parents=True, exist_ok=True)
-        publish_database(a.folder, a.carry)
+        carry(a.folder, a.carry)
         print(a.carry / "results.sqlite.gz")
         return
     if a.folder is None or None in (a.command, a.commit, a.cpu, a.wall):

@@ -210,27 +210,50 @@ def test_the_published_database_is_one_file_with_what_the_studys_log_still_held(
 
 
 def test_a_running_study_is_carried_as_its_database_protocol_and_design(tmp_path: Path) -> None:
-    """``make_results.py FOLDER --carry DIR`` (runs/full-in-progress): what another machine needs to go on."""
+    """``make_results.py FOLDER --carry DIR`` (runs/full-in-progress): what another machine needs to go on; refused
+    until every finished run's measures are kept (``pelab report --keep-measures``), and again when a run
+    finished since."""
     import gzip
     import sqlite3
     import subprocess
     import sys
     from contextlib import closing
 
+    from pelab.report.build import kept_stamp
+    from pelab.study.store import Store
+
     folder = tmp_path / "study"
-    folder.mkdir()
-    with closing(sqlite3.connect(folder / "results.sqlite")) as db, db:
-        db.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY)")
-        db.execute("INSERT INTO runs VALUES ('a')")
+
+    def finish(run_id: str) -> None:
+        with closing(sqlite3.connect(folder / "results.sqlite")) as db, db:
+            db.execute("INSERT INTO runs (run_id, config, status, metrics, evals, curve, finished_at) VALUES "
+                       "(?, '{}', 'done', '{}', '{}', '[]', 'now')", (run_id,))  # fmt: skip
+
+    Store(folder).close()
+    finish("a")
     (folder / "protocol.json").write_text("{}")
     (folder / "sequential.json").write_text('{"design": {}}')
     script = Path(__file__).parents[1] / "docs" / "make_results.py"
-    r = subprocess.run([sys.executable, script, str(folder), "--carry", str(tmp_path / "to")], capture_output=True)
+
+    def carry() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, script, str(folder), "--carry", str(tmp_path / "to")], capture_output=True, text=True
+        )
+
+    r = carry()
+    assert r.returncode == 1 and "measures were never kept; run `pelab report" in r.stderr
+    assert not (tmp_path / "to").exists()
+    with Store(folder) as store:
+        store.set_meta(measures_kept=kept_stamp(store))
+    r = carry()
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in (tmp_path / "to").iterdir()) == ["protocol.json", "results.sqlite.gz",
                                                                  "sequential.json"]  # fmt: skip
     (tmp_path / "db").write_bytes(gzip.decompress((tmp_path / "to" / "results.sqlite.gz").read_bytes()))
     with closing(sqlite3.connect(tmp_path / "db")) as db:
         assert db.execute("SELECT run_id FROM runs").fetchall() == [("a",)]
+    finish("b")  # finished after the measures were kept: it would travel with neither weights nor measures
+    r = carry()
+    assert r.returncode == 1 and "changed since its measures were kept" in r.stderr
     r = subprocess.run([sys.executable, script, "--carry", str(tmp_path / "to")], capture_output=True, text=True)
     assert r.returncode == 2 and "--carry needs the study folder" in r.stderr

@@ -400,6 +400,7 @@ def test_a_study_whose_measures_were_all_kept_travels_without_its_weights(
     from typer.testing import CliRunner
 
     from pelab.cli import app
+    from pelab.errors import PelabError
     from pelab.report import build, context
 
     calls: list[tuple[str, str, bool]] = []
@@ -436,27 +437,35 @@ def test_a_study_whose_measures_were_all_kept_travels_without_its_weights(
     monkeypatch.setattr(context, "_MEMO", {})
     build.build_report(unpacked)  # every arm learned, figures of the shown runs asked for: all kept
     assert calls == []
-    assert json.loads((unpacked / "claims.json").read_text()) and not build.load_context(unpacked).unmeasurable
+    assert json.loads((unpacked / "claims.json").read_text())
+    assert "neither readable weights" not in (unpacked / "report.md").read_text()  # no run left out either
+
+    monkeypatch.setattr(context, "measuring_code", lambda: "a pelab whose probes changed")
+    monkeypatch.setattr(context, "_MEMO", {})
+    with pytest.raises(PelabError, match="weights are gone and its measures were kept by other measuring code"):
+        build.build_report(unpacked)  # never a silent drop of the runs whose measures another code took
 
 
-def test_the_measuring_code_covers_every_module_a_measure_runs() -> None:
+def test_the_measuring_code_covers_every_module_a_measure_runs(study_dir: Path) -> None:
     """A kept measure counts only under the code that took it (``measuring_code``): every pelab module that
-    measuring a stored model imports is in ``MEASURING_CODE``, but for the plumbing that computes nothing; a
-    plugin loaded changes it."""
+    measuring a stored model runs (each measure taken, on a trained model and at init, in a fresh process) is in
+    ``MEASURING_CODE``, but for the plumbing that computes nothing; a plugin loaded changes it."""
     import subprocess
     import sys
 
     from pelab import plugins
     from pelab.report import context
 
+    run = sorted(p.stem for p in (study_dir / "checkpoints").glob("*.safetensors"))[0]
     probe = (
-        "import sys; from pelab.report.context import measure_job; from pelab.analysis import load_trained; "
-        "from pelab.analysis.measures import MEASURES; import pelab.analysis.additive, pelab.analysis.attention, "
-        "pelab.analysis.probes, pelab.analysis.geometry; print(' '.join(m for m in sys.modules if m[:6] == 'pelab.'))"
+        "import sys\nfrom pelab.report.context import measure_job\nfrom pelab.analysis.measures import MEASURES\n"
+        f"for name in MEASURES:\n    for init in (False, True):\n        measure_job({str(study_dir)!r}, name, "
+        f"{run!r}, init)\nprint(' '.join(m for m in sys.modules if m[:6] == 'pelab.'))"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
-    plumbing = {"errors", "files", "interrupts", "forkserver", "plugins", "report", "study", "checkpoint",
-                "records", "preflight", "device", "sizes", "tables", "rounds", "rules", "plots"}  # fmt: skip
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout.split()
+    plumbing = {"errors", "files", "interrupts", "forkserver", "plugins", "records", "report", "study"}  # no numbers
     root = Path(context.__file__).parents[1]
     covered = {Path(e).with_suffix("").as_posix() for e in context.MEASURING_CODE}
     for e in context.MEASURING_CODE:

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 import pelab
-from pelab.errors import PelabError
+from pelab.errors import NothingFinished, PelabError
 from pelab.files import write_atomic
 from pelab.records import ENGINE
 from pelab.report import rates
@@ -89,7 +89,7 @@ def load_context(folder: Path) -> ReportContext:
     rows = [r for r in rows if r["run_id"] in ids]
     rows = same_computation(rows)
     if not rows:
-        raise PelabError(f"out: {folder} has no finished runs of its study yet")
+        raise NothingFinished(f"out: {folder} has no finished runs of its study yet")
     protocol = read_protocol(folder)
     confirmatory = confirmatory_runs(protocol, study, {r["run_id"]: str(r["finished_at"]) for r in rows})
     frame = runs_frame(rows, floor=study.report["floor"])
@@ -316,17 +316,35 @@ def keep_measures(folder: str | Path, on_progress: OnProgress | None = None) -> 
         return None if run_id is not None else analyse(name, run_id, at_init, **scheme)
 
     ctx.learned_runs = every_run  # type: ignore[method-assign]
+    ctx.unmeasured = lambda arm: False  # type: ignore[method-assign]  # a pair is measured whole, never skipped
     ctx.analyse = schemes_only  # type: ignore[method-assign]
     measuring = [c.id for c in all_claims() if c.plan is not None]  # a claim that measures plans its measures
+    frames = [ctx.frame]  # the rate each tuned arm keeps now, and every rate it tried: a later round may change it
+    if ctx.frame_all is not None and ctx.study.tuned:
+        frames += [rates.at_rate(ctx.frame_all, ctx.study.tuned, lr) for lr in ctx.study.learning_rates]
+    results = []
     with report_pool() as pool, reading_under(ctx.design), reading_protocol(ctx.confirmatory):
         ctx.pool = pool
-        results = _claims(ctx, measuring)
+        for frame in frames:
+            ctx.frame = frame
+            results += _claims(ctx, measuring)
         ctx.pool = None
     broken = [c for c in results if c.verdict == ERROR]
     if broken:  # its measures may be missing: carried so, the weights gone, they could not be taken again
         raise PelabError(f"report: claim {broken[0].id} could not read its measures ({broken[0].key[:200]})")
     with Store(folder, create=False) as store:
+        store.set_meta(measures_kept=kept_stamp(store))
         return len(store.stored_measures(measuring_code()))
+
+
+def kept_stamp(store: Any) -> str:
+    """What ``keep_measures`` measured: the finished runs then, and the measuring code. A study carried without
+    its weights (docs/make_results.py --carry) is refused unless this is still what its folder holds: a run that
+    finished after the measures were taken would travel without them."""
+    import hashlib
+
+    finished = sorted(store.finished_ids(("done",)))
+    return hashlib.sha256(json.dumps([measuring_code(), finished]).encode()).hexdigest()
 
 
 #: The claims that read MiniLM's own tables (``run_pretrained``), measured once beside the other claims.

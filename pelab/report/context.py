@@ -60,9 +60,11 @@ _DIGESTS: dict[tuple[str, tuple[int, int, int]], str] = {}
 #: (positions, combiners, embeddings, frozen vectors, the registry that names them) and the tasks whose held-out
 #: sequences they read. Paths relative to the ``pelab`` package; a folder stands for every ``.py`` under it.
 MEASURING_CODE = (
-    "analysis", "positions", "tasks", "weights", "combine.py", "config.py", "embedding.py", "frozen.py",
-    "model.py", "registry.py",
+    "analysis", "positions", "tasks", "weights", "checkpoint.py", "combine.py", "config.py", "embedding.py",
+    "frozen.py", "model.py", "registry.py",
 )  # fmt: skip
+#: The libraries whose numbers a measure is made of (the probes' folds are scikit-learn's).
+MEASURING_LIBRARIES = ("torch", "numpy", "scikit-learn", "scipy")
 
 
 @functools.lru_cache(maxsize=8)
@@ -75,13 +77,24 @@ def _code_digest(plugin_hashes: tuple[tuple[str, str], ...]) -> str:
         path = root / entry
         for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    import inspect
+    from importlib.metadata import PackageNotFoundError, version
+
+    for step in (measure_job, StudyFolder.load_trained):  # how a stored model is loaded and measured
+        h.update(inspect.getsource(step).encode() + b"\0")
+    for lib in MEASURING_LIBRARIES:
+        try:
+            h.update(f"{lib} {version(lib)}\0".encode())
+        except PackageNotFoundError:
+            h.update(f"{lib} none\0".encode())
     for name, sha in plugin_hashes:
         h.update(f"plugin {name} {sha}\0".encode())
     return h.hexdigest()
 
 
 def measuring_code() -> str:
-    """The sha256 of the code that measures a stored model (``MEASURING_CODE``) and of the plugins loaded now: a
+    """The sha256 of the code that measures a stored model (``MEASURING_CODE``, ``measure_job``), of the versions
+    of the libraries it computes with (``MEASURING_LIBRARIES``) and of the plugins loaded now: a
     measure kept in the database counts only under the same code. The rules' sha256 does not cover it, and a
     measure kept by a pelab whose probe or model changed since would otherwise be read as if this pelab took it
     (where the weights are gone, the claim would decide on it)."""
@@ -246,7 +259,15 @@ class ReportContext:
         not measurable (a study trains a damaged one again)."""
         if self.has_checkpoint(run_id):
             return True
-        return _stamp(self.folder, run_id) is None and run_id in self._stored_runs
+        if _stamp(self.folder, run_id) is not None:
+            return False
+        if run_id not in self._stored_runs and run_id in self._measured_by_other_code:
+            raise PelabError(
+                f"report: run {run_id}'s weights are gone and its measures were kept by other measuring code than "
+                f"this pelab's ({measuring_code()[:12]}); go on with the pelab that kept them "
+                "(runs/full-in-progress/README.md says how to check), or put back its checkpoint"
+            )
+        return run_id in self._stored_runs
 
     def pick_run(self, frame: pd.DataFrame) -> str | None:
         """The lowest-seed finished run of an arm that has a checkpoint: the one analyses look at."""
@@ -366,6 +387,17 @@ class ReportContext:
                 return store.stored_measures(measuring_code())
         except PelabError:
             return {}
+
+    @cached_property
+    def _measured_by_other_code(self) -> frozenset[str]:
+        """The runs with a measure kept in the database by any measuring code (``Store.measured_runs``)."""
+        from pelab.study.store import Store
+
+        try:
+            with Store(self.folder, create=False) as store:
+                return frozenset(store.measured_runs())
+        except PelabError:
+            return frozenset()
 
     @cached_property
     def _stored_runs(self) -> frozenset[str]:

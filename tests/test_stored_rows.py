@@ -267,3 +267,26 @@ def test_a_measure_taken_by_other_measuring_code_is_not_read(tmp_path: Path) -> 
         assert store.stored_measures("new") == {}  # its rows name no code: none is this pelab's
         assert store.put_measure("r1", "k", "sha", MEASURE, "new")
         assert set(store.stored_measures("new")) == {("r1", "k")}
+
+
+def test_a_folder_whose_weightless_runs_were_measured_by_other_code_is_refused_before_training(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A study carried without its weights whose measures another pelab kept would stop at its first look, hours
+    in: ``pelab study`` says so in one line before anything trains, and stores nothing."""
+    from pelab.report.context import measuring_code
+
+    with Store(folder) as store:
+        run_id = store.rows()[0]["run_id"]
+        store.put_measure(run_id, "k", "sha", MEASURE, "another pelab's")
+        before = store.conn.execute("SELECT COUNT(*) FROM runs").fetchone()
+    tiny = folder.parent / "tiny.toml"
+    tiny.write_text(TINY)
+    line = one_line(cli(capsys, monkeypatch, "study", str(tiny), "--out", str(folder)), "measures kept by other")
+    assert run_id in line
+    with Store(folder) as store:
+        assert store.conn.execute("SELECT COUNT(*) FROM runs").fetchone() == before
+        store.put_measure(run_id, "k", "sha", MEASURE, measuring_code())  # measured by this pelab: no objection
+    with stored({"acc": 0.5, "loss": 1.0}):
+        r = cli(capsys, monkeypatch, "study", str(tiny), "--out", str(folder), "--no-report")
+    assert r.rc == 0, r.err

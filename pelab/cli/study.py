@@ -77,6 +77,8 @@ def study(
     with StudyLock(out):
         if checkpoints and (out / DB_NAME).exists():
             _retrain_damaged(out, [r.run_id for r in spec.runs])
+        if (out / DB_NAME).exists():
+            _measured_by_other_code(out)
         go = run_study
         if spec.sequential is not None:  # rounds of seeds until every comparison is decided or at the cap
             from pelab.rounds import run_sequential
@@ -157,6 +159,26 @@ def _retrain_damaged(out: Path, run_ids: list[str]) -> None:
         store.forget(damaged)
     print(f"pelab: {len(damaged)} checkpoint(s) were damaged (the first: {visible(folder.checkpoint(damaged[0]))}); "
           "training their runs again", file=sys.stderr)  # fmt: skip
+
+
+def _measured_by_other_code(out: Path) -> None:
+    """A folder carried without its weights (runs/full-in-progress) is refused before anything trains when a run's
+    only measures were kept by other measuring code than this pelab's: its first look would stop on it hours
+    later (``ReportContext.measurable``). One line: go on with the pelab that kept them."""
+    from pelab.report.context import measuring_code
+    from pelab.study.folder import StudyFolder
+    from pelab.study.store import Store
+
+    folder = StudyFolder(out)
+    with Store(out, create=False) as store:
+        current = {r for r, _ in store.stored_measures(measuring_code())}
+        stale = sorted(r for r in store.measured_runs() - current if not os.path.lexists(folder.checkpoint(r)))
+    if stale:
+        raise PelabError(
+            f"out: {len(stale)} run(s) in {out} have no weights and measures kept by other measuring code than this "
+            f"pelab's ({measuring_code()[:12]}; the first: {stale[0]}); go on with the pelab that kept them "
+            "(runs/full-in-progress/README.md says how to check), or choose another --out"
+        )
 
 
 def _none_learned(out: Path, run_ids: set[str]) -> None:

@@ -201,18 +201,20 @@ def carry(folder: Path, to: Path) -> None:
     from pelab.report.build import kept_stamp
     from pelab.study.store import Store, StudyLock
 
-    with StudyLock(folder):
-        with Store(folder, create=False) as store:
-            kept = store.meta("measures_kept")
-            now = kept_stamp(store)
-        if kept != now:
-            why = "runs or measuring code changed since its measures were kept" if kept else "measures were never kept"
-            raise SystemExit(f"carry: {folder}'s {why}; run `pelab report {folder} --keep-measures` first")
-        to.mkdir(parents=True, exist_ok=True)
-        try:
+    if not (folder / "results.sqlite").is_file():
+        raise SystemExit(f"carry: {folder} holds no pelab study (no results.sqlite)")
+    try:
+        with StudyLock(folder):
+            with Store(folder, create=False) as store:
+                kept = store.meta("measures_kept")
+                now = kept_stamp(store)
+            if kept != now:
+                why = "runs changed since its measures were kept" if kept else "measures were never kept"
+                raise SystemExit(f"carry: {folder}'s {why}; run `pelab report {folder} --keep-measures` first")
+            to.mkdir(parents=True, exist_ok=True)
             publish_database(folder, to)
-        except PelabError as e:
-            raise SystemExit(f"carry: {e}") from None
+    except PelabError as e:
+        raise SystemExit(f"carry: {e}") from None
 
 
 def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall: str) -> Path:

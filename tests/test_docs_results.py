@@ -220,7 +220,7 @@ def test_a_running_study_is_carried_as_its_database_protocol_and_design(tmp_path
     from contextlib import closing
 
     from pelab.report.build import kept_stamp
-    from pelab.study.store import Store
+    from pelab.study.store import Store, StudyLock
 
     folder = tmp_path / "study"
 
@@ -252,8 +252,11 @@ def test_a_running_study_is_carried_as_its_database_protocol_and_design(tmp_path
     (tmp_path / "db").write_bytes(gzip.decompress((tmp_path / "to" / "results.sqlite.gz").read_bytes()))
     with closing(sqlite3.connect(tmp_path / "db")) as db:
         assert db.execute("SELECT run_id FROM runs").fetchall() == [("a",)]
+    with StudyLock(folder):  # a study writing it: not carried
+        r = carry()
+    assert r.returncode == 1 and r.stderr.startswith("carry: out: another pelab study") and "Traceback" not in r.stderr
     finish("b")  # finished after the measures were kept: it would travel with neither weights nor measures
     r = carry()
-    assert r.returncode == 1 and "changed since its measures were kept" in r.stderr
+    assert r.returncode == 1 and "runs changed since its measures were kept" in r.stderr
     r = subprocess.run([sys.executable, script, "--carry", str(tmp_path / "to")], capture_output=True, text=True)
     assert r.returncode == 2 and "--carry needs the study folder" in r.stderr

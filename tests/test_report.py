@@ -423,6 +423,16 @@ def test_a_study_whose_measures_were_all_kept_travels_without_its_weights(
     assert r.exit_code == 0, r.output
     assert calls and re.search(rf"{len(set(calls))} measure\(s\) of stored models kept", " ".join(r.output.split()))
     assert not any((copy / name).exists() for name in ("report.md", "claims.json"))  # no verdict written
+    gone = copy / "checkpoints" / f"{calls[0][1]}.safetensors"
+    gone.rename(tmp_path / "aside.safetensors")
+    with sqlite3.connect(copy / "results.sqlite") as db:
+        db.execute("DELETE FROM measures WHERE run_id = ?", (calls[0][1],))
+    r = CliRunner().invoke(app, ["report", str(copy), "--keep-measures"])  # it would travel with neither
+    assert isinstance(r.exception, PelabError)  # the CLI's entry point makes it one line
+    assert "1 finished run(s) have neither readable weights nor kept measures" in str(r.exception)
+    (tmp_path / "aside.safetensors").rename(gone)
+    r = CliRunner().invoke(app, ["report", str(copy), "--keep-measures"])
+    assert r.exit_code == 0, r.output
 
     published, unpacked = tmp_path / "published", tmp_path / "unpacked"
     published.mkdir()

@@ -78,7 +78,7 @@ def study(
         if checkpoints and (out / DB_NAME).exists():
             _retrain_damaged(out, [r.run_id for r in spec.runs])
         if (out / DB_NAME).exists():
-            _measured_by_other_code(out)
+            _measured_by_other_code(out, {r.run_id for r in spec.runs})
         go = run_study
         if spec.sequential is not None:  # rounds of seeds until every comparison is decided or at the cap
             from pelab.rounds import run_sequential
@@ -161,18 +161,20 @@ def _retrain_damaged(out: Path, run_ids: list[str]) -> None:
           "training their runs again", file=sys.stderr)  # fmt: skip
 
 
-def _measured_by_other_code(out: Path) -> None:
+def _measured_by_other_code(out: Path, run_ids: set[str]) -> None:
     """A folder carried without its weights (runs/full-in-progress) is refused before anything trains when a run's
     only measures were kept by other measuring code than this pelab's: its first look would stop on it hours
     later (``ReportContext.measurable``). One line: go on with the pelab that kept them."""
+    from pelab.records import ENGINE
     from pelab.report.context import measuring_code
     from pelab.study.folder import StudyFolder
     from pelab.study.store import Store
 
     folder = StudyFolder(out)
-    with Store(out, create=False) as store:
-        current = {r for r, _ in store.stored_measures(measuring_code())}
-        stale = sorted(r for r in store.measured_runs() - current if not os.path.lexists(folder.checkpoint(r)))
+    with Store(out, create=False) as store:  # this study's runs that stay stored (an older engine's train again)
+        kept = store.finished_ids(("done",), engine=ENGINE) & run_ids
+        other = (store.measured_runs() - store.measured_runs(measuring_code())) & kept
+    stale = sorted(r for r in other if not os.path.lexists(folder.checkpoint(r)))
     if stale:
         raise PelabError(
             f"out: {len(stale)} run(s) in {out} have no weights and measures kept by other measuring code than this "

@@ -304,9 +304,12 @@ def keep_measures(folder: str | Path, on_progress: OnProgress | None = None) -> 
     ctx.work = ReportWork(on_progress)
     ctx.display = True  # the measures of what a report shows (C10's collisions of one run) are kept too
 
+    unreadable: set[str] = set()
+
     def every_run(arm: Any) -> list[str]:
-        done = arm[arm.status == "done"].sort_values("seed")
-        return [str(r) for r in done.run_id if ctx.measurable(str(r))]
+        done = [str(r) for r in arm[arm.status == "done"].sort_values("seed").run_id]
+        unreadable.update(r for r in done if not ctx.measurable(r))
+        return [r for r in done if r not in unreadable]
 
     analyse = ctx.analyse
 
@@ -332,19 +335,26 @@ def keep_measures(folder: str | Path, on_progress: OnProgress | None = None) -> 
     broken = [c for c in results if c.verdict == ERROR]
     if broken:  # its measures may be missing: carried so, the weights gone, they could not be taken again
         raise PelabError(f"report: claim {broken[0].id} could not read its measures ({broken[0].key[:200]})")
+    if unreadable:  # it would travel with neither: the stamp that lets it travel is not written
+        first = sorted(unreadable)[0]
+        raise PelabError(
+            f"report: {len(unreadable)} finished run(s) have neither readable weights nor kept measures (the first: "
+            f"{first}); put back their checkpoints, or delete their rows so that `pelab study` trains them again"
+        )
     with Store(folder, create=False) as store:
         store.set_meta(measures_kept=kept_stamp(store))
         return len(store.stored_measures(measuring_code()))
 
 
 def kept_stamp(store: Any) -> str:
-    """What ``keep_measures`` measured: the finished runs then, and the measuring code. A study carried without
-    its weights (docs/make_results.py --carry) is refused unless this is still what its folder holds: a run that
-    finished after the measures were taken would travel without them."""
+    """What ``keep_measures`` measured: each finished run as stored then (a run trained again under its id is
+    another row, with other weights). A study carried without its weights (docs/make_results.py --carry) is
+    refused unless this is still what its folder holds: a run that finished after the measures were taken would
+    travel without them. The measuring code is not in it: the measures name their own (``Store.put_measure``)."""
     import hashlib
 
-    finished = sorted(store.finished_ids(("done",)))
-    return hashlib.sha256(json.dumps([measuring_code(), finished]).encode()).hexdigest()
+    rows = store.conn.execute("SELECT run_id, finished_at FROM runs WHERE status = 'done' ORDER BY run_id")
+    return hashlib.sha256(json.dumps([list(r) for r in rows]).encode()).hexdigest()
 
 
 #: The claims that read MiniLM's own tables (``run_pretrained``), measured once beside the other claims.

@@ -84,7 +84,7 @@ def _code_digest(plugin_hashes: tuple[tuple[str, str], ...]) -> str:
         h.update(inspect.getsource(step).encode() + b"\0")
     for lib in MEASURING_LIBRARIES:
         try:
-            h.update(f"{lib} {version(lib)}\0".encode())
+            h.update(f"{lib} {version(lib).split('+')[0]}\0".encode())  # a +cpu or +cu build computes the same
         except PackageNotFoundError:
             h.update(f"{lib} none\0".encode())
     for name, sha in plugin_hashes:

@@ -219,10 +219,14 @@ class Store:
                 out[(run_id, key)] = (checkpoint, value)
         return out
 
-    def measured_runs(self) -> set[str]:
-        """The runs with a measure kept under any measuring code (none where the table cannot be read)."""
+    def measured_runs(self, code: str | None = None) -> set[str]:
+        """The runs with a measure kept by this measuring ``code`` (any code: None); none where the table cannot be
+        read."""
+        query, args = "SELECT DISTINCT run_id FROM measures", ()
+        if code is not None:
+            query, args = query + " WHERE code = ?", (code,)
         try:
-            return {r for (r,) in self.conn.execute("SELECT DISTINCT run_id FROM measures") if isinstance(r, str)}
+            return {r for (r,) in self.conn.execute(query, args) if isinstance(r, str)}
         except sqlite3.Error:
             return set()
 
@@ -252,7 +256,10 @@ class Store:
 
     def _write(self, cfg: RunConfig, result: RunResult) -> None:
         with self.conn:  # a run trained again (an older engine's, a damaged checkpoint's) is other weights:
-            self.conn.execute("DELETE FROM measures WHERE run_id = ?", (result.run_id,))  # its measures go
+            try:  # its measures go (a received table of another shape keeps nothing to read: no matter)
+                self.conn.execute("DELETE FROM measures WHERE run_id = ?", (result.run_id,))
+            except sqlite3.OperationalError:
+                pass
             self.conn.execute(
                 f"INSERT OR REPLACE INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                 (

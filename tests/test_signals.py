@@ -183,6 +183,7 @@ def test_a_second_ctrl_c_in_a_deferred_block_goes_through_at_once(monkeypatch: p
     """A start that hangs is stopped by pressing again: the second Ctrl-C reaches the previous handler inside the
     block, and the block's end adds none. Where the handler was set from C (``getsignal`` is None), the block
     leaves it alone and a Ctrl-C arrives as it would have."""
+    import contextlib
     import os
 
     from pelab import interrupts
@@ -195,24 +196,17 @@ def test_a_second_ctrl_c_in_a_deferred_block_goes_through_at_once(monkeypatch: p
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
-        with pytest.raises(KeyboardInterrupt), interrupts.deferred():
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)
-            seen.append("waited")
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)
-            seen.append("not reached")
-        assert seen == ["waited", "handled"] and signal.getsignal(signal.SIGINT) is handler
-        seen.clear()
-        with pytest.raises(KeyboardInterrupt), interrupts.deferred(), interrupts.deferred():  # nested: the same
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)
-            seen.append("waited")
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)
-            seen.append("not reached")
-        assert seen == ["waited", "handled"] and signal.getsignal(signal.SIGINT) is handler
-        seen.clear()
+        for nested in (False, True):  # a block inside a block (the backend's around the fork server's): the same
+            inner = interrupts.deferred() if nested else contextlib.nullcontext()
+            with pytest.raises(KeyboardInterrupt), interrupts.deferred(), inner:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+                seen.append("waited")
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+                seen.append("not reached")
+            assert seen == ["waited", "handled"] and signal.getsignal(signal.SIGINT) is handler
+            seen.clear()
         monkeypatch.setattr(interrupts.signal, "getsignal", lambda signum: None)
         with pytest.raises(KeyboardInterrupt), interrupts.deferred():
             os.kill(os.getpid(), signal.SIGINT)

@@ -198,7 +198,6 @@ def carry(folder: Path, to: Path) -> None:
     while a study writes it (its lock), and only when every finished run's measures were kept since its last run
     finished (``pelab report FOLDER --keep-measures``), else a run would travel with neither weights nor measures."""
     from pelab.errors import PelabError
-    from pelab.report.build import kept_stamp
     from pelab.study.store import Store, StudyLock
 
     if not (folder / "results.sqlite").is_file():
@@ -207,7 +206,7 @@ def carry(folder: Path, to: Path) -> None:
         with StudyLock(folder):
             with Store(folder, create=False) as store:
                 kept = store.meta("measures_kept")
-                now = kept_stamp(store)
+                now = store.finished_stamp()
             if kept != now:
                 why = "runs changed since its measures were kept" if kept else "measures were never kept"
                 raise SystemExit(f"carry: {folder}'s {why}; run `pelab report {folder} --keep-measures` first")

@@ -219,7 +219,6 @@ def test_a_running_study_is_carried_as_its_database_protocol_and_design(tmp_path
     import sys
     from contextlib import closing
 
-    from pelab.report.build import kept_stamp
     from pelab.study.store import Store, StudyLock
 
     folder = tmp_path / "study"
@@ -244,7 +243,7 @@ def test_a_running_study_is_carried_as_its_database_protocol_and_design(tmp_path
     assert r.returncode == 1 and "measures were never kept; run `pelab report" in r.stderr
     assert not (tmp_path / "to").exists()
     with Store(folder) as store:
-        store.set_meta(measures_kept=kept_stamp(store))
+        store.set_meta(measures_kept=store.finished_stamp())
     r = carry()
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in (tmp_path / "to").iterdir()) == ["protocol.json", "results.sqlite.gz",

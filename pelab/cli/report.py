@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.markup import escape
 
 from pelab.cli.app import PluginOption, TrustOption, app, console, folder_plugins
 from pelab.errors import PelabError
+
+if TYPE_CHECKING:
+    from pelab.report.progress import OnProgress
+
+T = TypeVar("T")
 
 
 def _older_runs_note(out: Path) -> None:
@@ -30,24 +36,34 @@ def _older_runs_note(out: Path) -> None:
         )
 
 
-def _report(out: Path) -> None:
-    from pelab.report.build import build_report
-    from pelab.report.console import summary_table
+def _told(label: str, what: str, job: Callable[[OnProgress], T]) -> tuple[T, float]:
+    """``job(on_progress)`` behind the runs' kind of progress (a bar, or plain lines in a log file, opened by a line
+    that says ``what`` is done); returns its result and its seconds."""
     from pelab.study.driver import progress_display
 
-    _older_runs_note(out)
     start = time.perf_counter()
     if not console.is_terminal:  # a log file gets plain lines where a terminal gets a bar
-        console.print("report: measures of stored models, claims, figures and pages", markup=False)
-    with progress_display(console, quiet=False) as progress:  # as the runs' progress: a bar, or lines in a log file
-        task = progress.add_task("report", total=1, completed=0, failed="", left="")
+        console.print(f"report: {what}", markup=False)
+    with progress_display(console, quiet=False) as progress:
+        task = progress.add_task(label, total=1, completed=0, failed="", left="")
 
         def told(done: int, known: int, left: str) -> None:
             progress.update(task, total=known, completed=done, left=left)
 
-        html_path, md_path, claims = build_report(out, on_progress=told)
+        result = job(told)
+    return result, time.perf_counter() - start
+
+
+def _report(out: Path) -> None:
+    from pelab.report.build import build_report
+    from pelab.report.console import summary_table
+
+    _older_runs_note(out)
+    (html_path, md_path, claims), seconds = _told(
+        "report", "measures of stored models, claims, figures and pages", lambda on: build_report(out, on_progress=on)
+    )
     if not console.is_terminal:
-        console.print(f"report: done in {time.perf_counter() - start:.0f} s", markup=False)
+        console.print(f"report: done in {seconds:.0f} s", markup=False)
     summary_table(console, claims)
     console.print(f"report: [bold]{escape(str(html_path))}[/] (and {escape(md_path.name)}); open it in a browser")
 
@@ -85,21 +101,13 @@ def report_cmd(
 
 def _keep_measures(out: Path) -> None:
     from pelab.report.build import keep_measures
-    from pelab.study.driver import progress_display
 
-    start = time.perf_counter()
-    if not console.is_terminal:
-        console.print("report: taking every measure of the stored models, to keep", markup=False)
-    with progress_display(console, quiet=False) as progress:
-        task = progress.add_task("measures", total=1, completed=0, failed="", left="")
-
-        def told(done: int, known: int, left: str) -> None:
-            progress.update(task, total=known, completed=done, left=left)
-
-        kept = keep_measures(out, on_progress=told)
+    kept, seconds = _told(
+        "measures", "taking every measure of the stored models, to keep", lambda on: keep_measures(out, on_progress=on)
+    )
     console.print(
         f"report: {kept} measure(s) of stored models kept in {escape(str(out / 'results.sqlite'))} "
-        f"({time.perf_counter() - start:.0f} s); no report written"
+        f"({seconds:.0f} s); no report written"
     )
 
 

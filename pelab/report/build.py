@@ -342,19 +342,8 @@ def keep_measures(folder: str | Path, on_progress: OnProgress | None = None) -> 
             f"{first}); put back their checkpoints, or delete their rows so that `pelab study` trains them again"
         )
     with Store(folder, create=False) as store:
-        store.set_meta(measures_kept=kept_stamp(store))
+        store.set_meta(measures_kept=store.finished_stamp())
         return len(store.stored_measures(measuring_code()))
-
-
-def kept_stamp(store: Any) -> str:
-    """What ``keep_measures`` measured: each finished run as stored then (a run trained again under its id is
-    another row, with other weights). A study carried without its weights (docs/make_results.py --carry) is
-    refused unless this is still what its folder holds: a run that finished after the measures were taken would
-    travel without them. The measuring code is not in it: the measures name their own (``Store.put_measure``)."""
-    import hashlib
-
-    rows = store.conn.execute("SELECT run_id, finished_at FROM runs WHERE status = 'done' ORDER BY run_id")
-    return hashlib.sha256(json.dumps([list(r) for r in rows]).encode()).hexdigest()
 
 
 #: The claims that read MiniLM's own tables (``run_pretrained``), measured once beside the other claims.

@@ -219,6 +219,17 @@ class Store:
                 out[(run_id, key)] = (checkpoint, value)
         return out
 
+    def finished_stamp(self) -> str:
+        """Each finished run as stored now (a run trained again under its id is another row, with other weights),
+        as one sha256: what ``pelab report --keep-measures`` measured (meta ``measures_kept``). A study carried
+        without its weights (docs/make_results.py --carry) is refused unless it is still what the folder holds: a
+        run that finished after the measures were taken would travel without them. The measuring code is not in
+        it: the measures name their own (``put_measure``)."""
+        import hashlib
+
+        rows = self.conn.execute("SELECT run_id, finished_at FROM runs WHERE status = 'done' ORDER BY run_id")
+        return hashlib.sha256(json.dumps([list(r) for r in rows]).encode()).hexdigest()
+
     def measured_runs(self, code: str | None = None) -> set[str]:
         """The runs with a measure kept by this measuring ``code`` (any code: None); none where the table cannot be
         read."""

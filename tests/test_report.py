@@ -299,9 +299,11 @@ def test_an_interim_look_decides_as_the_report_does_without_drawing_and_measures
 
 def _every_run(self: Any, arm: pd.DataFrame) -> list[str]:
     """``ReportContext.learned_runs`` for the tiny study, which learns nothing in 25 steps: every finished run
-    that can be measured reads as learned, so there is something to measure (the report and the look alike)."""
-    done = arm[arm.status == "done"].sort_values("seed")
-    return [str(r) for r in done.run_id if self.measurable(str(r))]
+    that can be measured reads as learned, so there is something to measure (the report and the look alike). One
+    that cannot is noted as the real one notes it, so the report's header names it."""
+    runs = [str(r) for r in arm[arm.status == "done"].sort_values("seed").run_id]
+    self.unmeasurable.update(r for r in runs if not self.measurable(r))
+    return [r for r in runs if self.measurable(r)]
 
 
 def _maker() -> Any:
@@ -454,6 +456,113 @@ def test_a_study_whose_measures_were_all_kept_travels_without_its_weights(
     monkeypatch.setattr(context, "_MEMO", {})
     with pytest.raises(PelabError, match="weights are gone and its measures were kept by other measuring code"):
         build.build_report(unpacked)  # never a silent drop of the runs whose measures another code took
+
+
+TUNED = """
+name = "tiny tuned study"
+seeds = [0, 1]
+
+[task]
+name = "reverse"
+length = 5
+vocab = 8
+
+[model]
+d = 16
+n_layers = 1
+n_heads = 2
+
+[train]
+steps = 25
+eval_batches = 2
+eval_batch_size = 32
+
+[[grid]]
+name = "input"
+set = { "train.lr" = [3e-3, 3e-2] }
+axes = { "model.position.scheme" = ["learned"], "model.combine" = ["add", "concat_split"] }
+
+[[grid]]
+name = "attention"
+set = { "model.combine" = "none" }
+axes = { "model.position.scheme" = ["none", "untied"] }
+"""
+
+
+def test_kept_measures_cover_every_rate_a_tuned_arm_may_be_read_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tuned arm keeps the rate its validation loss chooses today; after a later round's seeds it may choose
+    another, when the weights of the runs at that rate are gone. ``--keep-measures`` takes every rate's, so the
+    report of the carried database, read at the rates chosen and at the rates a choice on the reversed validation
+    loss would keep, measures nothing and leaves out no run."""
+    import sqlite3
+
+    from typer.testing import CliRunner
+
+    from pelab.cli import app
+    from pelab.report import build, context, rates
+
+    toml = tmp_path / "tuned.toml"
+    toml.write_text(TUNED)
+    out = tmp_path / "study"
+    r = subprocess.run(
+        [sys.executable, "-m", "pelab", "study", str(toml), "--out", str(out), "--workers", "2"],
+        capture_output=True, text=True, timeout=900, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+
+    calls: list[tuple[str, str, bool]] = []
+    job = context.measure_job
+
+    def counted(folder: str, name: str, run_id: str, at_init: bool) -> dict:
+        calls.append((name, run_id, at_init))
+        return job(folder, name, run_id, at_init)
+
+    monkeypatch.setattr(context, "measure_job", counted)
+    monkeypatch.setattr(build, "report_pool", lambda: contextlib.nullcontext(None))
+    monkeypatch.setattr(context, "_MEMO", {})
+    with sqlite3.connect(out / "results.sqlite") as db:  # what the study's own report measured: taken again
+        db.execute("DELETE FROM measures")
+    r = CliRunner().invoke(app, ["report", str(out), "--keep-measures"])
+    assert r.exit_code == 0, r.output
+    measured = {run for _, run, _ in calls}
+    tuned = _tuned_rates()
+    assert len({lr for run, lr in tuned.items() if run in measured}) == 2  # both rates of the tuned arms
+    shutil.rmtree(out / "checkpoints")  # it travels as its database alone
+
+    choose = rates.choose
+    picked: list[list[float]] = []
+
+    def reversed_choice(frame: pd.DataFrame, tuned_ids: set[str]) -> Any:
+        flipped = frame.assign(**{rates.CHOOSE_ON: -frame[rates.CHOOSE_ON]})
+        out_frame, choices = choose(flipped, tuned_ids)
+        picked.append([c.chosen for c in choices])
+        return out_frame, choices
+
+    def natural_choice(frame: pd.DataFrame, tuned_ids: set[str]) -> Any:
+        out_frame, choices = choose(frame, tuned_ids)
+        picked.append([c.chosen for c in choices])
+        return out_frame, choices
+
+    monkeypatch.setattr(context.ReportContext, "learned_runs", _every_run)
+    for chooser in (natural_choice, reversed_choice):
+        calls.clear()
+        monkeypatch.setattr(rates, "choose", chooser)
+        monkeypatch.setattr(context, "_MEMO", {})
+        _, _, claims = build.build_report(out)
+        assert calls == []
+        assert not [c.id for c in claims if c.verdict == ERROR]
+        assert "neither readable weights" not in (out / "report.md").read_text()
+    assert picked[0] != picked[-1]  # the reversed choice read other rates' runs
+
+
+def _tuned_rates() -> dict[str, float]:
+    """Each tuned run of ``TUNED`` and its learning rate."""
+    from pelab.study.grid import parse_study
+
+    study = parse_study(TUNED)
+    return {r.run_id: r.train.lr for r in study.runs if r.run_id in study.tuned}
 
 
 def test_the_measuring_code_covers_every_module_a_measure_runs(study_dir: Path) -> None:

@@ -419,6 +419,8 @@ class ReportContext:
                 hit = _MEMO[memo] = stored[1]
         if hit is not None:
             self.analyses[key] = copy.deepcopy(hit)
+            if stamp is not None and (stored is None or stored[0] != checkpoint_digest(self.folder, run_id)):
+                self._keep(key, run_id)  # its row went since (deleted by hand): `--keep-measures` promises the row
         return hit is not None
 
     def measure_many(self, name: str, run_ids: Sequence[str], at_init: bool = False) -> dict[str, dict[str, Any]]:

@@ -553,7 +553,10 @@ def test_kept_measures_cover_every_rate_a_tuned_arm_may_be_read_at(
         _, _, claims = build.build_report(out)
         assert calls == []
         assert not [c.id for c in claims if c.verdict == ERROR]
-        assert "neither readable weights" not in (out / "report.md").read_text()
+        md = (out / "report.md").read_text()
+        assert "neither readable weights" not in md
+        # 12 runs, all finished: the 4 at the rate their arm did not keep are neither unfinished nor failed
+        assert "12 runs (12 done, 4 of them at a learning rate their arm did not keep" in " ".join(md.split())
     assert picked[0] != picked[-1]  # the reversed choice read other rates' runs
 
 

@@ -391,8 +391,9 @@ def build_report(
     with Store(folder, create=False) as store:
         seconds = store.meta("study_seconds")
         cmd = command or store.meta("command") or f"pelab study --out {folder}"
-    done = int((ctx.frame.status == "done").sum())
-    failed = int((ctx.frame.status != "done").sum())
+    done = sum(r["status"] == "done" for r in ctx.rows)  # every stored run: those at a rate not kept included
+    failed = len(ctx.rows) - done
+    unkept = done - int((ctx.frame.status == "done").sum())  # read only in 'Learning rates'
     held = [
         "task (per comparison)",
         "data order and evaluation sets (paired seeds)",
@@ -409,6 +410,7 @@ def build_report(
         runs=len(ctx.rows),
         done=done,
         failed=failed,
+        unkept=unkept,
         excluded=ctx.excluded,
         undrawn=", ".join(sorted(ctx.undrawn)),
         unmeasurable=len(ctx.unmeasurable),

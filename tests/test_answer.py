@@ -25,6 +25,7 @@ from pelab.report.answer import (
     pairing_sentence,
     percent,
     scale_sentence,
+    unread_cells,
 )
 from pelab.rules import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
@@ -74,6 +75,33 @@ def test_points_take_the_language_model_rows_and_the_other_direction() -> None:
         ("masked", "concat_split vs add", 64, "concat better"),
     ]
     assert all(p.decided for p in points)
+
+
+def test_a_cell_with_an_arm_below_the_floor_is_counted_as_no_verdict() -> None:
+    """full's masked d=128 cells did not learn: their rows have no interval, are no point of the figure, and the
+    sentence still counts them ("no verdict in 1 of 3"), never "of 2" as if the cell had not been designed."""
+    rows = [
+        lm_row("concat_split vs add", 32, "learned", math.log(0.97), math.log(0.99), SUPPORTED),
+        lm_row("concat_split vs add", 64, "learned", math.log(0.99), math.log(1.01), NOT_SUPPORTED),
+        {**lm_row("concat_split vs add", 128, "learned", 0, 0, INCONCLUSIVE, task="mlm"), "diff": None, "lo": None,
+         "hi": None, "verdict": "budget too small: arms did not learn"},
+        {**lm_row("concat_wide vs add at its width", 128, "learned", 0, 0, INCONCLUSIVE), "diff": None},
+    ]  # fmt: skip
+    claims, frame = claims_of(rows), frame_of(rows)
+    points = gap_points(claims, frame)
+    assert [p.d for p in points] == [32, 64]
+    unread = unread_cells(claims, "concat_split vs add", frame)
+    assert unread == [("masked", 128, "learned")]
+    assert pairing_sentence(points, "concat_split vs add", unread) == (
+        "Same width (concat_split against add): concatenating better in 1 of 3 (by at least 1.0%); equal within ±2% "
+        "in 1 of 3; no verdict in 1 of 3, an arm below the floor (masked d=128 learned) (causal and masked, d=32, 64 "
+        "and 128, learned positions; bits per byte)."
+    )
+    wide = unread_cells(claims, "concat_wide vs add at its width", frame)
+    assert pairing_sentence(points, "concat_wide vs add at its width", wide) == (
+        "Wider to concatenate (concat_wide against add at its width): no verdict in 1 of 1, an arm below the floor "
+        "(causal d=128 learned) (causal, d=128, learned positions; bits per byte)."
+    )
 
 
 def test_the_sentence_counts_each_reading_with_its_least_established_size() -> None:

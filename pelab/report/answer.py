@@ -253,7 +253,7 @@ def _along_panel(
                 ha="center", va="center", transform=ax.transAxes, fontsize=8, color="0.4")  # fmt: skip
 
 
-__all__ = ["Along", "GapPoint", "along_training", "gap_figure", "gap_points", "percent"]
+__all__ = ["Along", "GapPoint", "along_training", "gap_figure", "gap_points", "percent", "unread_cells"]
 
 
 # --- the answer in words -----------------------------------------------------------------------------------------
@@ -270,18 +270,41 @@ def _span(values: Sequence[float]) -> str:
     return f"{lo:.1f}%" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}% to {hi:.1f}%"
 
 
-def _widths(points: Sequence[GapPoint]) -> str:
-    ds = sorted({p.d for p in points})
+def _widths(points: Sequence[GapPoint], more: Sequence[int] = ()) -> str:
+    ds = sorted({p.d for p in points} | set(more))
     return "d=" + (str(ds[0]) if len(ds) == 1 else ", ".join(map(str, ds[:-1])) + f" and {ds[-1]}")
 
 
-def pairing_sentence(points: Sequence[GapPoint], pairing: str) -> str | None:
+def unread_cells(claims: Sequence[ClaimResult], pairing: str, frame: Any = None) -> list[tuple[str, int, str]]:
+    """C6's language-model rows of ``pairing`` that read nothing (an arm below the floor, no interval): each as
+    (model kind, the concatenating arm's base width as ``gap_points`` reads it, scheme). The answer counts them, so
+    a cell that did not learn is never out of the count."""
+    c6 = next((c for c in claims if c.id == "C6"), None)
+    width = {}
+    if "model.d" in getattr(frame, "columns", ()):
+        width = dict(zip(frame.run_id, frame["model.d"], strict=True))
+    out = []
+    for r in c6.rows if c6 is not None else []:
+        where = r.get("where") or {}
+        kind = KINDS.get(str(where.get("task.name")))
+        if kind is None or r.get("family") != pairing or r.get("diff") is not None:
+            continue
+        first = (r.get("a_runs") or [None])[0]
+        d = int(width.get(first, where.get("model.d", 0)) or 0)
+        out.append((kind, d, str(where.get("model.position.scheme", ""))))
+    return out
+
+
+def pairing_sentence(
+    points: Sequence[GapPoint], pairing: str, unread: Sequence[tuple[str, int, str]] = ()
+) -> str | None:
     """One sentence per pairing, counting what the rows decided ("adding better in 3 of 4, by 1.2% to 4.0%; equal
-    within ±2% in 1"), over every model kind, width and scheme it read; None where the study has no such row."""
+    within ±2% in 1"), over every model kind, width and scheme it read, and the cells with no verdict
+    (``unread_cells``); None where the study has no such row."""
     mine = [p for p in points if p.pairing == pairing]
-    if not mine:
+    if not mine and not unread:
         return None
-    n = len(mine)
+    n = len(mine) + len(unread)
     parts = []
     add = [p for p in mine if p.reading == "add better"]
     cat = [p for p in mine if p.reading == "concat better"]
@@ -297,9 +320,12 @@ def pairing_sentence(points: Sequence[GapPoint], pairing: str) -> str | None:
     if open_:
         widest = max(max(abs(percent(p.lo)), abs(percent(p.hi))) for p in open_)
         parts.append(f"undecided in {len(open_)} of {n} (within ±{widest:.1f}%)")
-    kinds = sorted({p.kind for p in mine}, key=list(KINDS.values()).index)
-    schemes = sorted({p.scheme for p in mine})
-    where = f"{' and '.join(kinds)}, {_widths(mine)}, {' and '.join(schemes)} positions"
+    if unread:
+        cells = ", ".join(f"{kind} d={d} {scheme}" for kind, d, scheme in sorted(unread))
+        parts.append(f"no verdict in {len(unread)} of {n}, an arm below the floor ({cells})")
+    kinds = sorted({p.kind for p in mine} | {u[0] for u in unread}, key=list(KINDS.values()).index)
+    schemes = sorted({p.scheme for p in mine} | {u[2] for u in unread})
+    where = f"{' and '.join(kinds)}, {_widths(mine, [u[1] for u in unread])}, {' and '.join(schemes)} positions"
     tag = ""
     loose = [p for p in mine if p.protocol == "exploratory"]
     if loose:  # a confirmatory grid read by rules changed since its runs, or a grid never marked confirmatory
@@ -421,7 +447,7 @@ def scale_sentence(facts: Facts) -> str:
 def lm_sentences(ctx: ReportContext, claims: Sequence[ClaimResult]) -> list[str]:
     """The answer where it lives, before its picture: one sentence per pairing, then the cost and the scale."""
     points = gap_points(claims, ctx.frame)
-    made = [pairing_sentence(points, pairing) for pairing in PAIRINGS]
+    made = [pairing_sentence(points, pairing, unread_cells(claims, pairing, ctx.frame)) for pairing in PAIRINGS]
     out = [s for s in made if s]
     facts = answer_facts(ctx, points) if out else None
     if facts is not None:

@@ -139,6 +139,23 @@ def test_the_line_names_a_commit_and_uncommitted_edits() -> None:
     assert "no confirmatory grid" in line and "the rules changed since" in line  # ab… is not today's hash
 
 
+def test_later_trainings_say_whether_the_rules_or_the_study_file_moved() -> None:
+    """A resume on a later commit is recorded under ``later`` with the same rules and study file: the line says so,
+    never "changed rules" (full's report said "4 later training(s) under changed rules or study file" with every
+    sha256 the same); a later entry with other rules names the rules."""
+    study = parse_study(STUDY)
+    first = {"rules": {"sha256": "ab" * 32, "files": 40}, "commit": "1" * 40, "rules_match_commit": True,
+             "pelab": "0.1.0", "study": {"sha256": "cd" * 32, "name": "frozen"}, "confirmatory": []}  # fmt: skip
+    resumed = [{**first, "commit": c * 40, "date": f"2026-11-2{i}T10:00:00+00:00"} for i, c in enumerate("23", 8)]
+    record = {"format": 1, "fixed": "2026-11-27T10:00:00+00:00", **first, "later": resumed}
+    line = pr.protocol_line(record, study)
+    assert "2 later training(s), the last on 2026-11-29, under the same rules and study file" in line
+    assert "changed rules" not in line and "changed study" not in line
+    record["later"] = [*resumed, {**resumed[-1], "rules": {"sha256": "ef" * 32, "files": 41}}]
+    line = pr.protocol_line(record, study)
+    assert "3 later training(s), the last on 2026-11-29, under changed rules (rules sha256 efefefefefef…" in line
+
+
 # --- which comparisons are confirmatory ---------------------------------------------------
 def test_a_comparison_is_confirmatory_only_on_fresh_declared_runs_read_by_its_rules(tmp_path: Path) -> None:
     study, root = parse_study(STUDY), rules_copy(tmp_path)

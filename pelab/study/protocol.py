@@ -215,10 +215,16 @@ def protocol_line(record: Mapping[str, Any] | None, study: Study, root: Path | N
     )
     later = record.get("later", [])
     if later:
-        text += (
-            f"; {len(later)} later training(s) under changed rules or study file, the last on {later[-1]['date'][:10]} "
-            f"(rules sha256 {_short(later[-1]['rules']['sha256'])}, study file sha256 "
-            f"{_short(later[-1]['study']['sha256'])})"
+        moved = [
+            what
+            for what, key in (("rules", "rules"), ("study file", "study"))
+            if any(e[key]["sha256"] != first[key]["sha256"] for e in later)
+        ]  # a resume on a later commit is recorded too: say which, if any, of the two a verdict rests on moved
+        text += f"; {len(later)} later training(s), the last on {later[-1]['date'][:10]}, " + (
+            f"under changed {' and '.join(moved)} (rules sha256 {_short(later[-1]['rules']['sha256'])}, study "
+            f"file sha256 {_short(later[-1]['study']['sha256'])})"
+            if moved
+            else "under the same rules and study file (a resume on another commit)"
         )
     n = len(entries(record)[-1]["confirmatory"])
     text += f"; {n} confirmatory grid(s) declared" if n else "; no confirmatory grid: every comparison is exploratory"

@@ -11,7 +11,7 @@ page cannot go stale silently when a change moves the runs it reports.
 
 A study too long for one machine's sitting travels as its database (after `pelab report FOLDER --keep-measures`):
 
-    python docs/make_results.py pelab-out/full --carry runs/full-in-progress
+    python docs/make_results.py pelab-out/full --carry CARRIED   (docs/study.md)
 
 When the preset moves and the study has not been run again yet, the page is marked out of date instead, with the
 counts of runs moved computed here and checked by the test (a page can be stale, never silently):
@@ -296,7 +296,7 @@ def main() -> None:
         type=Path,
         metavar="DIR",
         help="only copy a study that is still running into DIR (its database, protocol and design), to go on on "
-        "another machine; run `pelab report FOLDER --keep-measures` first (runs/full-in-progress/README.md)",
+        "another machine; run `pelab report FOLDER --keep-measures` first (docs/study.md)",
     )
     a = p.parse_args()
     if a.out_of_date:

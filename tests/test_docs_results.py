@@ -210,7 +210,7 @@ def test_the_published_database_is_one_file_with_what_the_studys_log_still_held(
 
 
 def test_a_running_study_is_carried_as_its_database_protocol_and_design(tmp_path: Path) -> None:
-    """``make_results.py FOLDER --carry DIR`` (runs/full-in-progress): what another machine needs to go on; refused
+    """``make_results.py FOLDER --carry DIR`` (docs/study.md): what another machine needs to go on; refused
     until every finished run's measures are kept (``pelab report --keep-measures``), and again when a run
     finished since."""
     import gzip

@@ -162,7 +162,7 @@ def _retrain_damaged(out: Path, run_ids: list[str]) -> None:
 
 
 def _measured_by_other_code(out: Path, run_ids: set[str]) -> None:
-    """A folder carried without its weights (runs/full-in-progress) is refused before anything trains when a run's
+    """A folder carried without its weights (docs/study.md) is refused before anything trains when a run's
     only measures were kept by other measuring code than this pelab's: its first look would stop on it hours
     later (``ReportContext.measurable``). One line: go on with the pelab that kept them."""
     from pelab.records import ENGINE
@@ -179,7 +179,7 @@ def _measured_by_other_code(out: Path, run_ids: set[str]) -> None:
         raise PelabError(
             f"out: {len(stale)} run(s) in {out} have no weights and measures kept by other measuring code than this "
             f"pelab's ({measuring_code()[:12]}; the first: {stale[0]}); go on with the pelab that kept them "
-            "(runs/full-in-progress/README.md says how to check), or choose another --out"
+            "(docs/study.md says how to check), or choose another --out"
         )
 
 

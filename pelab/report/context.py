@@ -265,7 +265,7 @@ class ReportContext:
             raise PelabError(
                 f"report: run {run_id}'s weights are gone and its measures were kept by other measuring code than "
                 f"this pelab's ({measuring_code()[:12]}); go on with the pelab that kept them "
-                "(runs/full-in-progress/README.md says how to check), or put back its checkpoint"
+                "(docs/study.md says how to check), or put back its checkpoint"
             )
         return run_id in self._stored_runs
 

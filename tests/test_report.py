@@ -502,6 +502,7 @@ def test_kept_measures_cover_every_rate_a_tuned_arm_may_be_read_at(
 
     from pelab.cli import app
     from pelab.report import build, context, rates
+    from pelab.study.grid import parse_study
 
     toml = tmp_path / "tuned.toml"
     toml.write_text(TUNED)
@@ -527,26 +528,26 @@ def test_kept_measures_cover_every_rate_a_tuned_arm_may_be_read_at(
     r = CliRunner().invoke(app, ["report", str(out), "--keep-measures"])
     assert r.exit_code == 0, r.output
     measured = {run for _, run, _ in calls}
-    tuned = _tuned_rates()
-    assert len({lr for run, lr in tuned.items() if run in measured}) == 2  # both rates of the tuned arms
+    study = parse_study(TUNED)
+    rates_measured = {r.train.lr for r in study.runs if r.run_id in study.tuned and r.run_id in measured}
+    assert rates_measured == {3e-3, 3e-2}  # both rates of the tuned arms
     shutil.rmtree(out / "checkpoints")  # it travels as its database alone
 
     choose = rates.choose
     picked: list[list[float]] = []
 
-    def reversed_choice(frame: pd.DataFrame, tuned_ids: set[str]) -> Any:
-        flipped = frame.assign(**{rates.CHOOSE_ON: -frame[rates.CHOOSE_ON]})
-        out_frame, choices = choose(flipped, tuned_ids)
-        picked.append([c.chosen for c in choices])
-        return out_frame, choices
+    def choosing(sign: float) -> Any:
+        """``rates.choose`` on the validation loss times ``sign``: -1 keeps each arm's worst rate instead."""
 
-    def natural_choice(frame: pd.DataFrame, tuned_ids: set[str]) -> Any:
-        out_frame, choices = choose(frame, tuned_ids)
-        picked.append([c.chosen for c in choices])
-        return out_frame, choices
+        def chooser(frame: pd.DataFrame, tuned_ids: set[str]) -> Any:
+            out_frame, choices = choose(frame.assign(**{rates.CHOOSE_ON: sign * frame[rates.CHOOSE_ON]}), tuned_ids)
+            picked.append([c.chosen for c in choices])
+            return out_frame, choices
+
+        return chooser
 
     monkeypatch.setattr(context.ReportContext, "learned_runs", _every_run)
-    for chooser in (natural_choice, reversed_choice):
+    for chooser in (choosing(1.0), choosing(-1.0)):
         calls.clear()
         monkeypatch.setattr(rates, "choose", chooser)
         monkeypatch.setattr(context, "_MEMO", {})
@@ -558,14 +559,6 @@ def test_kept_measures_cover_every_rate_a_tuned_arm_may_be_read_at(
         # 12 runs, all finished: the 4 at the rate their arm did not keep are neither unfinished nor failed
         assert "12 runs (12 done, 4 of them at a learning rate their arm did not keep" in " ".join(md.split())
     assert picked[0] != picked[-1]  # the reversed choice read other rates' runs
-
-
-def _tuned_rates() -> dict[str, float]:
-    """Each tuned run of ``TUNED`` and its learning rate."""
-    from pelab.study.grid import parse_study
-
-    study = parse_study(TUNED)
-    return {r.run_id: r.train.lr for r in study.runs if r.run_id in study.tuned}
 
 
 def test_the_measuring_code_covers_every_module_a_measure_runs(study_dir: Path) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,31 +84,41 @@ class GapPoint:
         return "undecided"
 
 
-def gap_points(claims: Sequence[ClaimResult], frame: Any) -> list[GapPoint]:
-    """C6's language-model rows as points, the concatenating arm's base width read from its runs' configs."""
+def _lm_rows(claims: Sequence[ClaimResult], frame: Any) -> Iterator[tuple[Mapping[str, Any], str, int]]:
+    """C6's language-model rows of the pairings the answer reads, each with its model kind and the concatenating
+    arm's base width (read from its runs' configs: concat_wide's row names the total width)."""
     c6 = next((c for c in claims if c.id == "C6"), None)
     if c6 is None:
-        return []
+        return
     width = {}
     if "model.d" in getattr(frame, "columns", ()):
         width = dict(zip(frame.run_id, frame["model.d"], strict=True))
-    back: dict[tuple[frozenset[str], frozenset[str]], Mapping[str, Any]] = {}
-    for r in c6.rows:
-        if r.get("family") in BACKWARD.values():
-            back[(frozenset(r.get("b_runs", [])), frozenset(r.get("a_runs", [])))] = r
-    out = []
     for r in c6.rows:
         where = r.get("where") or {}
         kind = KINDS.get(str(where.get("task.name")))
-        if kind is None or r.get("family") not in PAIRINGS or r.get("diff") is None or not r.get("a_runs"):
+        if kind is not None and r.get("family") in PAIRINGS:
+            first = (r.get("a_runs") or [None])[0]
+            yield r, kind, int(width.get(first, where.get("model.d", 0)) or 0)
+
+
+def gap_points(claims: Sequence[ClaimResult], frame: Any) -> list[GapPoint]:
+    """C6's language-model rows that read an interval, as points."""
+    c6 = next((c for c in claims if c.id == "C6"), None)
+    back: dict[tuple[frozenset[str], frozenset[str]], Mapping[str, Any]] = {}
+    for r in c6.rows if c6 is not None else []:
+        if r.get("family") in BACKWARD.values():
+            back[(frozenset(r.get("b_runs", [])), frozenset(r.get("a_runs", [])))] = r
+    out = []
+    for r, kind, d in _lm_rows(claims, frame):
+        if r.get("diff") is None or not r.get("a_runs"):
             continue
         other = back.get((frozenset(r.get("a_runs", [])), frozenset(r.get("b_runs", []))), {})
         out.append(
             GapPoint(
                 kind=kind,
                 pairing=str(r["family"]),
-                scheme=str(where.get("model.position.scheme", "")),
-                d=int(width.get(r["a_runs"][0], where.get("model.d", 0)) or 0),
+                scheme=str(r["where"].get("model.position.scheme", "")),
+                d=d,
                 diff=float(r["diff"]),
                 lo=float(r["lo"]),
                 hi=float(r["hi"]),
@@ -276,23 +286,14 @@ def _widths(points: Sequence[GapPoint], more: Sequence[int] = ()) -> str:
 
 
 def unread_cells(claims: Sequence[ClaimResult], pairing: str, frame: Any = None) -> list[tuple[str, int, str]]:
-    """C6's language-model rows of ``pairing`` that read nothing (an arm below the floor, no interval): each as
-    (model kind, the concatenating arm's base width as ``gap_points`` reads it, scheme). The answer counts them, so
-    a cell that did not learn is never out of the count."""
-    c6 = next((c for c in claims if c.id == "C6"), None)
-    width = {}
-    if "model.d" in getattr(frame, "columns", ()):
-        width = dict(zip(frame.run_id, frame["model.d"], strict=True))
-    out = []
-    for r in c6.rows if c6 is not None else []:
-        where = r.get("where") or {}
-        kind = KINDS.get(str(where.get("task.name")))
-        if kind is None or r.get("family") != pairing or r.get("diff") is not None:
-            continue
-        first = (r.get("a_runs") or [None])[0]
-        d = int(width.get(first, where.get("model.d", 0)) or 0)
-        out.append((kind, d, str(where.get("model.position.scheme", ""))))
-    return out
+    """C6's language-model rows of ``pairing`` that read nothing (an arm below the floor, no interval), each as
+    (model kind, base width as ``gap_points`` reads it, scheme): the answer counts them, so a cell that did not learn
+    is never out of the count."""
+    return [
+        (kind, d, str(r["where"].get("model.position.scheme", "")))
+        for r, kind, d in _lm_rows(claims, frame)
+        if r.get("family") == pairing and r.get("diff") is None
+    ]
 
 
 def pairing_sentence(

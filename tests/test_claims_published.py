@@ -314,3 +314,18 @@ def test_published_outcomes_never_say_agree_or_disagree_and_haviv_says_which_arm
     far = family([comp(lm("nope", FAR), lm("learned", GOOD))], ("bpb",), FLOOR, MARGIN, kind="not_worse", combine="all")
     outcome, why = _why(far, "small models", ahead=True)
     assert outcome == DIFFERS and "learned ahead of nope" in why
+
+
+def test_a_published_cell_shows_first_the_comparisons_that_decided_its_outcome() -> None:
+    # full's Vaswani row (2026-11-29): "differs" beside three inconclusive intervals, the deciding comparison fifth
+    # and out of the cell; the cell must open with the comparison whose verdict is the row's
+    from pelab.report.published import _family_cell, _why
+    from pelab.rules import family
+
+    noisy = [comp(lm(f"noisy{i}", NOISY), lm("sinusoidal", GOOD)) for i in range(3)]
+    far = comp(lm("far", FAR), lm("sinusoidal", GOOD))
+    fam = family([*noisy, far], ("bpb",), FLOOR, MARGIN, kind="equivalent", combine="all")
+    assert [r.verdict for r in fam.rows] == [INCONCLUSIVE] * 3 + [NOT_SUPPORTED]
+    assert _why(fam)[0] == DIFFERS
+    cell = _family_cell(fam)
+    assert cell.startswith("far vs sinusoidal") and cell.count("vs sinusoidal (") == 3

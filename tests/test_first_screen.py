@@ -582,3 +582,21 @@ def test_an_undecided_comparison_names_the_seeds_an_arm_failed_on() -> None:
     assert "floor on" not in said(answer_sentences([claim("C6", INCONCLUSIVE, rows)])[0])  # no floor: no clause
     decided = [{**rows[0], "verdict": SUPPORTED, "lo": 0.01, "hi": 0.2}]
     assert "floor on" not in said(answer_sentences([claim("C6", SUPPORTED, decided)], FLOOR, MARGIN)[0])
+
+
+def test_the_language_model_sentence_never_quotes_a_nope_model_that_did_not_learn() -> None:
+    """SCIENCE.md: key figures in the summary never quote an arm below the floor. Full's masked NoPE models did not
+    learn (their failure is C18's masked half): the sentence says so, and gives no gap to them (full's first screen
+    read "masked ones were behind rotary, the best here, by 73.3% to 85.4%")."""
+    log = math.log
+    masked = row("masked", "rotary + none", "none + none", -log(1.854), -log(1.733), SUPPORTED, metric="bpb",
+                 a_runs=["mr"], b_runs=["mn"], a_baseline_share=0.62, b_baseline_share=0.97)  # fmt: skip
+    causal = row("causal", "none + none", "rotary + none", log(1.074), log(1.093), NOT_SUPPORTED, metric="bpb",
+                 a_runs=["n"], b_runs=["r"], a_baseline_share=0.70, b_baseline_share=0.55)  # fmt: skip
+    text = answer_sentences([claim("C18", SUPPORTED, [causal, masked])])[-1]["text"]
+    assert text == (
+        "Language models without positions: causal ones were behind rotary, the best here, by 7.4% to 9.3% in bits "
+        "per byte; masked ones did not learn (held-out loss above 80% of the context-free model's) where rotary, the "
+        "best here, did"
+    )
+    assert "73.3" not in text and "85.4" not in text

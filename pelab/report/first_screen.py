@@ -20,6 +20,7 @@ from typing import Any
 
 from pelab.report.summary import PHRASE, size_text, span_text, win_facts
 from pelab.rules import (
+    LM_LEARNED_SHARE,
     LOG_MARGIN,
     NO_INFO,
     NOT_RUN,
@@ -374,6 +375,13 @@ def versus(r: Mapping[str, Any], b: str | None = None) -> str:
     return f"within ±{size_text(r, r['resolution']['within'])} of {b}"
 
 
+def failed(r: Mapping[str, Any], side: str) -> bool:
+    """A language-model arm of a claims.json row (``tables.row_records``) that did not learn: held-out loss above
+    LM_LEARNED_SHARE of its context-free baseline's. False where the row does not say (not a language model)."""
+    share = r.get(f"{side}_baseline_share")
+    return share is not None and share > LM_LEARNED_SHARE
+
+
 def half_text(half: str, claim: Any, beside: Rows = ()) -> tuple[str, list[str]] | None:
     """ "causal ones were behind rotary, the best here, by 6.5% to 10.2% in bits per byte" from the half's first
     row with an interval, and where ``beside`` holds rows of the same NoPE arm against other schemes (C7's "none vs
@@ -382,8 +390,13 @@ def half_text(half: str, claim: Any, beside: Rows = ()) -> tuple[str, list[str]]
     rows = [r for r in tested(family_rows(claim, half)) if r.get("resolution")]
     if rows:
         r = rows[0]
-        best = arm_name(r["a"] if arm_name(r["b"]).startswith("none") else r["b"])
-        text = f"{half} ones were {versus(r, f'{best}, the best here,')}"
+        nope_side = "b" if arm_name(r["b"]).startswith("none") else "a"
+        best = arm_name(r["a" if nope_side == "b" else "b"])
+        if failed(r, nope_side):  # its failure is the claim's evidence, but the summary never quotes its numbers
+            text = (f"{half} ones did not learn (held-out loss above {LM_LEARNED_SHARE:.0%} of the context-free "
+                    f"model's) where {best}, the best here, did")  # fmt: skip
+        else:
+            text = f"{half} ones were {versus(r, f'{best}, the best here,')}"
         nope = pair(r)[0]
         others = [o for o in tested(beside) if o.get("resolution") and pair(o)[0] == nope and pair(o) != pair(r)]
         also = [f"{half.capitalize()} ones were also " + _and([versus(o) for o in others])] if others else []

@@ -206,9 +206,12 @@ def outcome(verdict: str | None) -> str:
 
 
 def _family_cell(fam: Family | None) -> str:
+    """The comparisons behind a published row, those whose verdict is the row's outcome first: a cell shows three, and
+    full's Vaswani row read "differs" beside three inconclusive intervals while the one comparison that decided it
+    (d=128, beyond the margin at its Holm level) came fifth."""
     if fam is None or not fam.rows:
         return "not run"
-    rows = [r for r in fam.rows if r.test is not None]
+    rows = sorted((r for r in fam.rows if r.test is not None), key=lambda r: r.verdict != fam.verdict)
     if not rows:  # who was compared, and at what size, even where no interval could be read
         return "; ".join(f"{r.comparison.a.label} vs {r.comparison.b.label} ({r.comparison.place(['task.name'])}; "
                          f"{r.comparison.a.params:,} vs {r.comparison.b.params:,} params): {r.verdict}"

@@ -11,6 +11,7 @@ from typing import Any
 from pelab.report.registry import Table
 from pelab.rules import (
     ACC,
+    BASELINE,
     NO_INFO,
     OVERLAP,
     PROBE,
@@ -169,6 +170,14 @@ FAMILY_COLUMNS = [
 ]
 
 
+def baseline_share(side: Side) -> float | None:
+    """A language model's mean held-out loss over its context-free baseline's; None for an arm that is not one."""
+    if not side.is_language_model:
+        return None
+    share = side.mean("loss") / side.mean(BASELINE)
+    return None if math.isnan(share) else share
+
+
 def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
     """A family's rows as claims.json stores them: enough to check a verdict without the report."""
     out = []
@@ -188,6 +197,11 @@ def row_records(fam: Family, label: str = "") -> list[dict[str, Any]]:
                 # hides and the first screen names
                 "a_seed_acc": sorted([s, v] for s, v in c.a.of("acc").items()),
                 "b_seed_acc": sorted([s, v] for s, v in c.b.of("acc").items()),
+                # a language model's held-out loss over its context-free baseline's (None for other arms): whether
+                # it learned (at most LM_LEARNED_SHARE), which the first screen needs so it never quotes one that did
+                # not (SCIENCE.md: key figures never quote an arm below the floor)
+                "a_baseline_share": baseline_share(c.a),
+                "b_baseline_share": baseline_share(c.b),
                 "metric": t.metric.key if t is not None else None,
                 # what diff, lo and hi are: the paired difference A − B, or a relative metric's per-seed log-ratio,
                 # shown as 100·(exp(x) − 1)%; and the margin it was read against, in the same units

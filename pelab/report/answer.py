@@ -353,6 +353,13 @@ class Facts:
     rates: tuple[float, ...] = ()
 
 
+def last_fifth(val_losses: Sequence[float]) -> float:
+    """What the last fifth of training still gained: 1 − the last validation loss over the one at 80% of the curve's
+    points (issue 38's bar for a model near levelling off: under 2%)."""
+    at = round(0.8 * (len(val_losses) - 1))
+    return 1 - val_losses[-1] / val_losses[at]
+
+
 def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None:
     """What the scale and cost sentences read: the runs of the points' arms (parameters, FLOPs per token, tokens
     seen, seeds) and their curves (how much the last fifth of training still gained)."""
@@ -386,8 +393,7 @@ def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None
     for r in rows:
         vals = [p.get("val_loss") for p in r["curve"]]
         if len(vals) >= 5 and all(v is not None for v in vals):
-            at = round(0.8 * (len(vals) - 1))
-            last[KINDS.get(r["config"]["task"]["name"], "?")].append(1 - vals[-1] / vals[at])
+            last[KINDS.get(r["config"]["task"]["name"], "?")].append(last_fifth(vals))
     return Facts(
         params=(min(r["params"] for r in rows), max(r["params"] for r in rows)),
         tokens=(min(tokens), max(tokens)),

@@ -4,6 +4,7 @@ rows and curves whose numbers are computed here independently."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -93,14 +94,14 @@ def test_a_cell_with_an_arm_below_the_floor_is_counted_as_no_verdict() -> None:
     unread = unread_cells(claims, "concat_split vs add", frame)
     assert unread == [("masked", 128, "learned")]
     assert pairing_sentence(points, "concat_split vs add", unread) == (
-        "Same width (concat_split against add): concatenating better in 1 of 3 (by at least 1.0%); equal within ±2% "
-        "in 1 of 3; no verdict in 1 of 3, an arm below the floor (masked d=128 learned) (causal and masked, d=32, 64 "
-        "and 128, learned positions; bits per byte)."
+        "Same width (concat_split against add), 3 cells: concatenating better in 1 (by at least 1.0%); equal within "
+        "±2% in 1; no verdict in 1 (an arm below the floor: masked d=128 learned) (causal and masked, d=32, 64 and "
+        "128, learned positions; bits per byte)."
     )
     wide = unread_cells(claims, "concat_wide vs add at its width", frame)
     assert pairing_sentence(points, "concat_wide vs add at its width", wide) == (
-        "Wider to concatenate (concat_wide against add at its width): no verdict in 1 of 1, an arm below the floor "
-        "(causal d=128 learned) (causal, d=128, learned positions; bits per byte)."
+        "Wider (concat_wide against add at its width), 1 cell: no verdict in 1 (an arm below the floor: causal d=128 "
+        "learned) (causal, d=128, learned positions; bits per byte)."
     )
 
 
@@ -117,9 +118,9 @@ def test_the_sentence_counts_each_reading_with_its_least_established_size() -> N
     points = gap_points(claims_of(rows), frame_of(rows))
     text = pairing_sentence(points, "concat_split vs add")
     assert text == (
-        "Same width (concat_split against add): adding better in 2 of 4 (by at least 1.0% to 2.0%); equal within ±2% "
-        "in 1 of 4; undecided in 1 of 4 (within ±3.0%) (causal, d=32 and 64, learned and sinusoidal positions; "
-        "bits per byte)."
+        "Same width (concat_split against add), 4 cells: adding better in 2 (by at least 1.0% to 2.0%); equal within "
+        "±2% in 1; undecided in 1 (within ±3.0%) (causal, d=32 and 64, learned and sinusoidal positions; bits per "
+        "byte)."
     )
     assert pairing_sentence(points, "concat_wide vs add at its width") is None
     # rows read as exploratory (a grid not marked confirmatory, or rules changed since its runs) say so in the sentence
@@ -198,14 +199,24 @@ def test_facts_and_the_sentences_before_the_picture_stay_short(tmp_path: Path) -
         "30% more FLOPs per token."
     )
     assert scale_sentence(facts) == (
-        "Scale: byte-level models of 2 layers and 64-byte contexts, 990–1,300 parameters, 0.12M tokens each, 3 paired "
-        "seeds per arm; the last fifth of training still improved validation loss by 0.4%; one learning rate (0.01) "
-        "for every arm."
+        "Scale: 2 layers, 64-byte contexts, 990–1,300 parameters, 0.12M bytes each, 3 paired seeds per arm; the last "
+        "fifth of training still cut validation loss by 0.4%; one learning rate (0.01) for every arm."
     )
-    sentences = lm_sentences(ctx, claims_of(rows))
+    where, sentences = lm_sentences(ctx, claims_of(rows))
+    # both pairings read the same cells: said once, in the lead, and in neither sentence
+    assert where == "causal, d=32 and 64, learned and sinusoidal positions; bits per byte"
+    assert sentences[0].startswith("Same width (concat_split against add), 4 cells: ")
+    assert "positions" not in sentences[0]
     heading = "What this run says Why are positional encodings added to token embeddings rather than concatenated? "
-    words = len((heading + "In language models on natural text (C6): " + " ".join(sentences)).split())
+    words = len((heading + f"In language models on natural text ({where}; C6): " + " ".join(sentences)).split())
     assert len(sentences) == 4 and words <= 150, words  # the first screen up to its figure: at most 150 words
+    # pairings over different cells: no shared lead, each sentence says its own
+    narrow = [r for r in rows if not ("wide" in r["family"] and r["where"]["model.d"] == 64)]
+    ctx_narrow = SimpleNamespace(rows=runs, frame=frame_of(narrow), figures=tmp_path, display=True)
+    where, sentences = lm_sentences(ctx_narrow, claims_of(narrow))
+    assert where == ""
+    assert sentences[0].endswith("(causal, d=32 and 64, learned and sinusoidal positions; bits per byte).")
+    assert sentences[1].endswith("(causal, d=32, learned and sinusoidal positions; bits per byte).")
     figure = gap_figure(ctx, claims_of(rows))
     assert figure is not None and figure.path.exists()
 
@@ -225,3 +236,18 @@ def test_the_sentences_and_overview_beside_the_answer_leave_its_rows_to_it() -> 
     said = answer_sentences(both)
     assert said[0]["text"].startswith("At the same width, concatenating beat adding on 1 of 1 comparisons")
     assert [r for *_, r in overview_rows(both)] == [synthetic]
+
+
+def test_the_scale_says_one_rate_per_width_where_each_width_had_one() -> None:
+    """full's second design trains every arm of a width at one rate, 3e-3 at d=32 and 64 and 1e-3 at d=128: the scale
+    says so, never "learning rates 0.001, 0.003", which reads as a grid each arm chose from."""
+    facts = answer.Facts(params=(1000, 2000), tokens=(4_096_000, 4_096_000), seeds=(5, 5), layers=(2,), context=(32,),
+                         wide_cost={}, split_params={}, last_fifth={"causal": 0.014, "masked": 0.031},
+                         rates=(0.001, 0.003), width_rates={32: (0.003,), 64: (0.003,), 128: (0.001,)})  # fmt: skip
+    assert scale_sentence(facts) == (
+        "Scale: 2 layers, 32-byte contexts, 1,000–2,000 parameters, 4.1M bytes each, 5 paired seeds per arm; the last "
+        "fifth of training still cut validation loss by 1.4% (causal) and 3.1% (masked); one rate per width for every "
+        "arm (0.003 at d=32 and 64, 0.001 at d=128)."
+    )
+    tuned = dataclasses.replace(facts, width_rates={32: (0.003, 0.01), 64: (0.003,)}, rates=(0.003, 0.01))
+    assert scale_sentence(tuned).endswith("; learning rates 0.003, 0.01.")

@@ -18,7 +18,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats as st
@@ -270,7 +270,7 @@ __all__ = ["Along", "GapPoint", "along_training", "gap_figure", "gap_points", "p
 #: How each pairing is named at the head of its sentence.
 LEADS = {
     "concat_split vs add": "Same width (concat_split against add)",
-    "concat_wide vs add at its width": "Wider to concatenate (concat_wide against add at its width)",
+    "concat_wide vs add at its width": "Wider (concat_wide against add at its width)",
 }
 
 
@@ -282,7 +282,7 @@ def _span(values: Sequence[float]) -> str:
 
 def _widths(points: Sequence[GapPoint], more: Sequence[int] = ()) -> str:
     ds = sorted({p.d for p in points} | set(more))
-    return "d=" + (str(ds[0]) if len(ds) == 1 else ", ".join(map(str, ds[:-1])) + f" and {ds[-1]}")
+    return "d=" + _and([str(d) for d in ds])
 
 
 def unread_cells(claims: Sequence[ClaimResult], pairing: str, frame: Any = None) -> list[tuple[str, int, str]]:
@@ -296,12 +296,20 @@ def unread_cells(claims: Sequence[ClaimResult], pairing: str, frame: Any = None)
     ]
 
 
+def cells_where(points: Sequence[GapPoint], unread: Sequence[tuple[str, int, str]] = ()) -> str:
+    """The cells a pairing read, in words: "causal and masked, d=32, 64 and 128, learned and sinusoidal positions"."""
+    kinds = sorted({p.kind for p in points} | {u[0] for u in unread}, key=list(KINDS.values()).index)
+    schemes = sorted({p.scheme for p in points} | {u[2] for u in unread})
+    return f"{' and '.join(kinds)}, {_widths(points, [u[1] for u in unread])}, {' and '.join(schemes)} positions"
+
+
 def pairing_sentence(
-    points: Sequence[GapPoint], pairing: str, unread: Sequence[tuple[str, int, str]] = ()
+    points: Sequence[GapPoint], pairing: str, unread: Sequence[tuple[str, int, str]] = (), where: bool = True
 ) -> str | None:
-    """One sentence per pairing, counting what the rows decided ("adding better in 3 of 4, by 1.2% to 4.0%; equal
-    within ±2% in 1"), over every model kind, width and scheme it read, and the cells with no verdict
-    (``unread_cells``); None where the study has no such row."""
+    """One sentence per pairing, counting what its cells decided ("12 cells: concatenating better in 2 (by at least
+    2.4% to 4.8%); equal within ±2% in 3"), over every model kind, width and scheme it read, and the cells with no
+    verdict (``unread_cells``); the cells themselves in words unless ``where`` is False (``lm_sentences`` says them
+    once where both pairings read the same); None where the study has no such row."""
     mine = [p for p in points if p.pairing == pairing]
     if not mine and not unread:
         return None
@@ -313,25 +321,26 @@ def pairing_sentence(
     open_ = [p for p in mine if p.reading == "undecided"]
     # by how much: the bound nearer 0 of each decided row's interval, the least the interval establishes
     if add:
-        parts.append(f"adding better in {len(add)} of {n} (by at least {_span([percent(p.lo) for p in add])})")
+        parts.append(f"adding better in {len(add)} (by at least {_span([percent(p.lo) for p in add])})")
     if cat:
-        parts.append(f"concatenating better in {len(cat)} of {n} (by at least {_span([-percent(p.hi) for p in cat])})")
+        parts.append(f"concatenating better in {len(cat)} (by at least {_span([-percent(p.hi) for p in cat])})")
     if equal:
-        parts.append(f"equal within ±{100 * RELATIVE_MARGIN:g}% in {len(equal)} of {n}")
+        parts.append(f"equal within ±{100 * RELATIVE_MARGIN:g}% in {len(equal)}")
     if open_:
         widest = max(max(abs(percent(p.lo)), abs(percent(p.hi))) for p in open_)
-        parts.append(f"undecided in {len(open_)} of {n} (within ±{widest:.1f}%)")
+        parts.append(f"undecided in {len(open_)} (within ±{widest:.1f}%)")
     if unread:
-        cells = ", ".join(f"{kind} d={d} {scheme}" for kind, d, scheme in sorted(unread))
-        parts.append(f"no verdict in {len(unread)} of {n}, an arm below the floor ({cells})")
-    kinds = sorted({p.kind for p in mine} | {u[0] for u in unread}, key=list(KINDS.values()).index)
-    schemes = sorted({p.scheme for p in mine} | {u[2] for u in unread})
-    where = f"{' and '.join(kinds)}, {_widths(mine, [u[1] for u in unread])}, {' and '.join(schemes)} positions"
+        by_cell: dict[tuple[str, int], list[str]] = defaultdict(list)
+        for kind, d, scheme in sorted(unread):
+            by_cell[(kind, d)].append(scheme)
+        cells = ", ".join(f"{kind} d={d} {_and(schemes)}" for (kind, d), schemes in by_cell.items())
+        parts.append(f"no verdict in {len(unread)} (an arm below the floor: {cells})")
+    said = f" ({cells_where(mine, unread)}; bits per byte)" if where else ""
     tag = ""
     loose = [p for p in mine if p.protocol == "exploratory"]
     if loose:  # a confirmatory grid read by rules changed since its runs, or a grid never marked confirmatory
         tag = " Exploratory" + ("" if len(loose) == n else f" in {len(loose)} of {n}") + ": see the protocol line."
-    return f"{LEADS[pairing]}: " + "; ".join(parts) + f" ({where}; bits per byte)." + tag
+    return f"{LEADS[pairing]}, {n} cell{'s' if n != 1 else ''}: " + "; ".join(parts) + f"{said}." + tag
 
 
 @dataclass(frozen=True)
@@ -351,6 +360,8 @@ class Facts:
     last_fifth: dict[str, float]
     #: the learning rates the points' runs trained at (one for every arm, or a grid each arm chose from)
     rates: tuple[float, ...] = ()
+    #: the rates each base width's runs trained at (concat_wide's add at d + d/4 under d)
+    width_rates: dict[int, tuple[float, ...]] = field(default_factory=dict)
 
 
 def last_fifth(val_losses: Sequence[float]) -> float:
@@ -404,7 +415,23 @@ def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None
         split_params=dict(sorted(split_params.items())),
         last_fifth={k: float(np.mean(v)) for k, v in last.items()},
         rates=tuple(sorted({float(r["config"]["train"]["lr"]) for r in rows if "lr" in r["config"]["train"]})),
+        width_rates=_width_rates(points, rows),
     )
+
+
+def _width_rates(points: Sequence[GapPoint], rows: Sequence[Mapping[str, Any]]) -> dict[int, tuple[float, ...]]:
+    """Each base width's learning rates, over the runs of its points."""
+    width = {r: p.d for p in points for r in (*p.a_runs, *p.b_runs)}
+    out: dict[int, set[float]] = defaultdict(set)
+    for r in rows:
+        if "lr" in r["config"]["train"]:
+            out[width[r["run_id"]]].add(float(r["config"]["train"]["lr"]))
+    return {d: tuple(sorted(v)) for d, v in sorted(out.items())}
+
+
+def _and(items: Sequence[str]) -> str:
+    """ "32", "32 and 64", "32, 64 and 128"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
 
 
 def _range(lo: float, hi: float, fmt: str = "{:,}") -> str:
@@ -436,27 +463,46 @@ def scale_sentence(facts: Facts) -> str:
     layers = "/".join(map(str, facts.layers))
     context = "/".join(map(str, facts.context))
     text = (
-        f"Scale: byte-level models of {layers} layers and {context}-byte contexts, "
-        f"{_range(*facts.params)} parameters, {_range(facts.tokens[0] / 1e6, facts.tokens[1] / 1e6, '{:.2g}')}M "
-        f"tokens each, {_range(*facts.seeds)} paired seeds per arm"
+        f"Scale: {layers} layers, {context}-byte contexts, {_range(*facts.params)} parameters, "
+        f"{_range(facts.tokens[0] / 1e6, facts.tokens[1] / 1e6, '{:.2g}')}M bytes each, {_range(*facts.seeds)} "
+        "paired seeds per arm"
     )
     if facts.last_fifth:
         many = len(facts.last_fifth) > 1
         each = [f"{100 * v:.1f}%" + (f" ({k})" if many else "") for k, v in facts.last_fifth.items()]
-        text += f"; the last fifth of training still improved validation loss by {' and '.join(each)}"
+        text += f"; the last fifth of training still cut validation loss by {' and '.join(each)}"
     if len(facts.rates) == 1:  # a gap at one rate may be one of learning speed: the reader is told it was one rate
         text += f"; one learning rate ({facts.rates[0]:g}) for every arm"
+    elif facts.width_rates and all(len(v) == 1 for v in facts.width_rates.values()):  # full: one rate per width
+        by_rate: dict[float, list[int]] = defaultdict(list)
+        for d, (rate,) in facts.width_rates.items():
+            by_rate[rate].append(d)
+        each = [f"{rate:g} at d={_and([str(d) for d in ds])}" for rate, ds in by_rate.items()]
+        text += f"; one rate per width for every arm ({', '.join(each)})"
     elif facts.rates:
         text += f"; learning rates {', '.join(f'{x:g}' for x in facts.rates)}"
     return text + "."
 
 
-def lm_sentences(ctx: ReportContext, claims: Sequence[ClaimResult]) -> list[str]:
-    """The answer where it lives, before its picture: one sentence per pairing, then the cost and the scale."""
+class LMAnswer(NamedTuple):
+    """The answer where it lives, before its picture: the cells both pairings read, in words ("" where they differ,
+    and each sentence says its own), and one sentence per pairing, then the cost and the scale."""
+
+    where: str
+    sentences: list[str]
+
+
+def lm_sentences(ctx: ReportContext, claims: Sequence[ClaimResult]) -> LMAnswer:
+    """The first screen's answer (``LMAnswer``): the cells said once where both pairings read the same ones, which
+    keeps full's 24 cells in words a reader takes in (issue 38: at most 150 words up to the figure)."""
     points = gap_points(claims, ctx.frame)
-    made = [pairing_sentence(points, pairing, unread_cells(claims, pairing, ctx.frame)) for pairing in PAIRINGS]
+    unread = {pairing: unread_cells(claims, pairing, ctx.frame) for pairing in PAIRINGS}
+    present = [pg for pg in PAIRINGS if any(p.pairing == pg for p in points) or unread[pg]]
+    wheres = {cells_where([p for p in points if p.pairing == pg], unread[pg]) for pg in present}
+    where = next(iter(wheres)) if len(wheres) == 1 else ""
+    made = [pairing_sentence(points, pg, unread[pg], where=not where) for pg in present]
     out = [s for s in made if s]
     facts = answer_facts(ctx, points) if out else None
     if facts is not None:
         out += [s for s in (cost_sentence(facts), scale_sentence(facts)) if s]
-    return out
+    return LMAnswer(f"{where}; bits per byte" if where else "", out)

@@ -402,6 +402,7 @@ def build_report(
     ]
     env = template_env(folder)
     gone = {c.id for c in claims if c.verdict == NOT_RUN}
+    lm = lm_sentences(ctx, claims)
     data = dict(
         study=ctx.study,
         claims=claims,
@@ -428,7 +429,8 @@ def build_report(
         source=ctx.study.source,
         Table=Table,
         sentences=answer_sentences(claims, ctx.floor, ctx.margin),
-        lm_answer=lm_sentences(ctx, claims),
+        lm_answer=lm.sentences,
+        lm_where=lm.where,
         gap=gap,
         overview=overview,
         published=published(published_.tables[0].columns, published_.tables[0].rows),

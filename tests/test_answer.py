@@ -251,3 +251,5 @@ def test_the_scale_says_one_rate_per_width_where_each_width_had_one() -> None:
     )
     tuned = dataclasses.replace(facts, width_rates={32: (0.003, 0.01), 64: (0.003,)}, rates=(0.003, 0.01))
     assert scale_sentence(tuned).endswith("; learning rates 0.003, 0.01.")
+    chose = dataclasses.replace(facts, tuned=True)  # full's second design: each arm kept its best of two rates
+    assert scale_sentence(chose).endswith("; each arm at its best learning rate on validation (0.001, 0.003).")

@@ -362,6 +362,8 @@ class Facts:
     rates: tuple[float, ...] = ()
     #: the rates each base width's runs trained at (concat_wide's add at d + d/4 under d)
     width_rates: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    #: whether every arm chose its rate on validation (a study's ``train.lr`` list) rather than train at one
+    tuned: bool = False
 
 
 def last_fifth(val_losses: Sequence[float]) -> float:
@@ -416,6 +418,7 @@ def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None
         last_fifth={k: float(np.mean(v)) for k, v in last.items()},
         rates=tuple(sorted({float(r["config"]["train"]["lr"]) for r in rows if "lr" in r["config"]["train"]})),
         width_rates=_width_rates(points, rows),
+        tuned={r["run_id"] for r in rows} <= set(getattr(getattr(ctx, "study", None), "tuned", ())),
     )
 
 
@@ -471,7 +474,9 @@ def scale_sentence(facts: Facts) -> str:
         many = len(facts.last_fifth) > 1
         each = [f"{100 * v:.1f}%" + (f" ({k})" if many else "") for k, v in facts.last_fifth.items()]
         text += f"; the last fifth of training still cut validation loss by {' and '.join(each)}"
-    if len(facts.rates) == 1:  # a gap at one rate may be one of learning speed: the reader is told it was one rate
+    if facts.tuned:  # the rates the arms kept, each its best on validation (the report's 'Learning rates')
+        text += f"; each arm at its best learning rate on validation ({', '.join(f'{x:g}' for x in facts.rates)})"
+    elif len(facts.rates) == 1:  # a gap at one rate may be one of learning speed: the reader is told it was one rate
         text += f"; one learning rate ({facts.rates[0]:g}) for every arm"
     elif facts.width_rates and all(len(v) == 1 for v in facts.width_rates.values()):  # full: one rate per width
         by_rate: dict[float, list[int]] = defaultdict(list)

@@ -29,7 +29,8 @@ def test_a_line_every_tenth_and_every_minute_with_the_time_left() -> None:
             p.update(task, advance=1, failed="[red]1 failed[/]" if i >= 5 else "")
     lines = out.getvalue().splitlines()
     assert len(lines) == 8  # 10/40 -> 40/40 in steps of 4 runs (a tenth), the last at the end
-    assert lines[0] == "runs: 14/40 (35%), 0:08 elapsed, about 0:52 left"  # 4 runs in 8 s: 26 runs, 52 s
+    # 4 runs in 8 s: 26 runs, 52 s; the share counts the 10 stored, so the line also says 4 of the 30 to run
+    assert lines[0] == "runs: 14/40 (35%; 4 of 30 to run), 0:08 elapsed, about 0:52 left"
     assert lines[-1] == "runs: 40/40 (100%), 1 failed, 1:00 elapsed"
     assert "[red]" not in out.getvalue()
 

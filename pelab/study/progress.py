@@ -61,7 +61,9 @@ class Pace:
 
 
 class PlainProgress:
-    """One task's progress as lines: '<label>: 40/189 (21%), 2 failed, 1:10 elapsed, about 4:25 left'."""
+    """One task's progress as lines: '<label>: 40/189 (21%), 2 failed, 1:10 elapsed, about 4:25 left'; a resumed
+    task, whose stored work counts in the share, also says how much of what it had to do is done: '(66%; 13 of 560 to
+    run)'."""
 
     def __init__(self, console: Console, every_share: float = 0.1, every_s: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
@@ -118,7 +120,10 @@ class PlainProgress:
         share = self.done / self.total if self.total else 1.0
         ran = self.done - self.start_done
         left = (self.total - self.done) * (now - self.start) / ran if ran else None
-        parts = [f"{self.label}: {self.done}/{self.total} ({100 * share:.0f}%)"]
+        # a resumed study: its stored runs count in the share, so say how far this sitting's own work is
+        todo = self.total - self.start_done
+        this = f"; {ran} of {todo} to run" if self.start_done and 0 < ran < todo else ""
+        parts = [f"{self.label}: {self.done}/{self.total} ({100 * share:.0f}%{this})"]
         if self.failed:
             parts.append(self.console.render_str(self.failed).plain)
         parts.append(f"{_clock(now - self.start)} elapsed")

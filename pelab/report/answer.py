@@ -25,6 +25,7 @@ from scipy import stats as st
 
 from pelab.report.context import ReportContext
 from pelab.report.registry import ClaimResult, Figure
+from pelab.report.summary import join_and
 from pelab.rules import NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED
 
 #: Language-model tasks (``first_screen.LM_TASKS``), and the kind of model each trains.
@@ -282,7 +283,7 @@ def _span(values: Sequence[float]) -> str:
 
 def _widths(points: Sequence[GapPoint], more: Sequence[int] = ()) -> str:
     ds = sorted({p.d for p in points} | set(more))
-    return "d=" + _and([str(d) for d in ds])
+    return "d=" + join_and([str(d) for d in ds])
 
 
 def unread_cells(claims: Sequence[ClaimResult], pairing: str, frame: Any = None) -> list[tuple[str, int, str]]:
@@ -333,7 +334,7 @@ def pairing_sentence(
         by_cell: dict[tuple[str, int], list[str]] = defaultdict(list)
         for kind, d, scheme in sorted(unread):
             by_cell[(kind, d)].append(scheme)
-        cells = ", ".join(f"{kind} d={d} {_and(schemes)}" for (kind, d), schemes in by_cell.items())
+        cells = ", ".join(f"{kind} d={d} {join_and(schemes)}" for (kind, d), schemes in by_cell.items())
         parts.append(f"no verdict in {len(unread)} (an arm below the floor: {cells})")
     said = f" ({cells_where(mine, unread)}; bits per byte)" if where else ""
     tag = ""
@@ -432,11 +433,6 @@ def _width_rates(points: Sequence[GapPoint], rows: Sequence[Mapping[str, Any]]) 
     return {d: tuple(sorted(v)) for d, v in sorted(out.items())}
 
 
-def _and(items: Sequence[str]) -> str:
-    """ "32", "32 and 64", "32, 64 and 128"."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
-
-
 def _range(lo: float, hi: float, fmt: str = "{:,}") -> str:
     """ "990–1,300", or one number where both ends read alike."""
     a, b = fmt.format(lo), fmt.format(hi)
@@ -482,7 +478,7 @@ def scale_sentence(facts: Facts) -> str:
         by_rate: dict[float, list[int]] = defaultdict(list)
         for d, (rate,) in facts.width_rates.items():
             by_rate[rate].append(d)
-        each = [f"{rate:g} at d={_and([str(d) for d in ds])}" for rate, ds in by_rate.items()]
+        each = [f"{rate:g} at d={join_and([str(d) for d in ds])}" for rate, ds in by_rate.items()]
         text += f"; one rate per width for every arm ({', '.join(each)})"
     elif facts.rates:
         text += f"; learning rates {', '.join(f'{x:g}' for x in facts.rates)}"

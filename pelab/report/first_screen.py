@@ -18,7 +18,7 @@ from dataclasses import is_dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
-from pelab.report.summary import PHRASE, size_text, span_text, win_facts
+from pelab.report.summary import PHRASE, join_and, size_text, span_text, win_facts
 from pelab.rules import (
     LM_LEARNED_SHARE,
     LOG_MARGIN,
@@ -180,17 +180,13 @@ def failing_seeds(rows: Rows, floor: float | None, margin: float = 0.01) -> str:
         counts = {(k, n) for k, n, _ in tasks.values()}
         if len(counts) == 1 and len(tasks) > 1:  # "2 of 10 seeds in each of rotate (…), reverse (…) and lookup (…)"
             ((k, n),) = counts
-            said.append(f"{arm}{below} on {k} of {n} seeds in each of " + _and([f"{t} ({a})" for t, a in accs.items()]))
+            each = join_and([f"{t} ({a})" for t, a in accs.items()])
+            said.append(f"{arm}{below} on {k} of {n} seeds in each of {each}")
         else:
-            said.append(f"{arm}{below} on " + _and([f"{k} of {n} seeds in {t} ({accs[t]})" for t, (k, n, _) in
+            said.append(f"{arm}{below} on " + join_and([f"{k} of {n} seeds in {t} ({accs[t]})" for t, (k, n, _) in
                                                    tasks.items()]))  # fmt: skip
         below = ""  # said once: the arms after the first read "; concat_split on 2 of 8 seeds in …"
     return ", where " + "; ".join(said)
-
-
-def _and(parts: Sequence[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]}"
 
 
 def _no_verdict(claim: Any, what: str, rows: Rows | None = None) -> str:
@@ -399,7 +395,7 @@ def half_text(half: str, claim: Any, beside: Rows = ()) -> tuple[str, list[str]]
             text = f"{half} ones were {versus(r, f'{best}, the best here,')}"
         nope = pair(r)[0]
         others = [o for o in tested(beside) if o.get("resolution") and pair(o)[0] == nope and pair(o) != pair(r)]
-        also = [f"{half.capitalize()} ones were also " + _and([versus(o) for o in others])] if others else []
+        also = [f"{half.capitalize()} ones were also " + join_and([versus(o) for o in others])] if others else []
         return text, also
     verdict = next((v for name, v in (claim.halves or {}).items() if name.startswith(half)), None)
     return (f"{half} ones: {PHRASE.get(verdict, verdict)}", []) if verdict else None

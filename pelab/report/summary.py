@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -33,6 +33,12 @@ from pelab.rules import (
     UNCONFIRMED,
     metric,
 )
+
+
+def join_and(parts: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c": a list in a sentence."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]}"
+
 
 #: The command that runs every claim: what a claim (or half of one) this study did not run points to.
 FULL_COMMAND = "pelab study --preset full"

@@ -11,23 +11,25 @@ with the run's seconds. It compares no arms: pilots record whether arms learn an
 from __future__ import annotations
 
 import argparse
-import json
-import sqlite3
 from pathlib import Path
 
+from pelab.errors import visible
 from pelab.report.answer import last_fifth  # the report's own reading
+from pelab.study.store import Store
 
 
 def rows(folder: Path) -> list[tuple]:
-    con = sqlite3.connect(f"file:{folder / 'results.sqlite'}?mode=ro", uri=True)
+    """The language-model runs of a study folder, opened as pelab opens any (a link or a damaged row is refused)."""
+    with Store(folder, create=False) as store:
+        stored = store.rows()
     out = []
-    for cfg, met, cur, sec in con.execute("select config, metrics, curve, seconds from runs where status = 'done'"):
-        c, m = json.loads(cfg), json.loads(met)
-        if c["task"]["name"] not in ("charlm", "mlm"):
+    for r in stored:
+        c, m = r["config"], r["metrics"]
+        if r["status"] != "done" or c["task"]["name"] not in ("charlm", "mlm"):
             continue
-        v = [p["val_loss"] for p in json.loads(cur)]
-        out.append((c["task"]["name"], c["model"]["d"], c["model"]["combine"], c["train"]["lr"], c["train"]["steps"],
-                    m["loss"] / m["baseline_loss"], last_fifth(v), sec))  # fmt: skip
+        fifth = last_fifth([p["val_loss"] for p in r["curve"]])
+        out.append((c["task"]["name"], c["model"]["d"], visible(c["model"]["combine"]), c["train"]["lr"],
+                    c["train"]["steps"], m["loss"] / m["baseline_loss"], fifth, r["seconds"]))  # fmt: skip
     return sorted(out)
 
 

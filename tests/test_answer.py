@@ -186,13 +186,20 @@ def test_facts_and_the_sentences_before_the_picture_stay_short(tmp_path: Path) -
         for i, run_id in enumerate(r["b_runs"]):  # add at concat_wide's width (d + d/4) for the wide rows
             width, size = (d + d // 4, 1300) if wide else (d, 1000)
             runs.append(stored(run_id, i, [3.0, 2.5, 2.4, 2.35, 2.33, 2.32], width, "add", size, 2 * size, scheme))
-    ctx = SimpleNamespace(rows=runs, frame=frame_of(rows), figures=tmp_path, display=True)
+    study = SimpleNamespace(tuned=set())  # every arm at one rate
+    ctx = SimpleNamespace(rows=runs, frame=frame_of(rows), figures=tmp_path, display=True, study=study)
     points = gap_points(claims_of(rows), ctx.frame)
     facts = answer_facts(ctx, points)
     assert facts is not None
     assert facts.split_params == {32: 0.99, 64: 0.99}
     # concat_wide against add at the same base width: the add arm at d (from the same-width rows)
     assert facts.wide_cost == {32: (1.3, 1.3), 64: (1.3, 1.3)}
+    # add at concat_wide's width (40, 80) counts under its base width; tuned only where every run chose its rate
+    assert facts.width_rates == {32: (0.01,), 64: (0.01,)} and facts.rates == (0.01,) and not facts.tuned
+    every = SimpleNamespace(tuned={r["run_id"] for r in runs})
+    assert answer_facts(SimpleNamespace(**{**vars(ctx), "study": every}), points).tuned
+    some = SimpleNamespace(tuned={r["run_id"] for r in runs[1:]})
+    assert not answer_facts(SimpleNamespace(**{**vars(ctx), "study": some}), points).tuned
     assert facts.last_fifth["causal"] == pytest.approx(1 - 2.32 / 2.33)
     assert cost_sentence(facts) == (
         "Cost (C5): concat_split keeps the width with 1.0% fewer parameters; concat_wide costs 30% more parameters and "
@@ -212,7 +219,7 @@ def test_facts_and_the_sentences_before_the_picture_stay_short(tmp_path: Path) -
     assert len(sentences) == 4 and words <= 150, words  # the first screen up to its figure: at most 150 words
     # pairings over different cells: no shared lead, each sentence says its own
     narrow = [r for r in rows if not ("wide" in r["family"] and r["where"]["model.d"] == 64)]
-    ctx_narrow = SimpleNamespace(rows=runs, frame=frame_of(narrow), figures=tmp_path, display=True)
+    ctx_narrow = SimpleNamespace(rows=runs, frame=frame_of(narrow), figures=tmp_path, display=True, study=study)
     where, sentences = lm_sentences(ctx_narrow, claims_of(narrow))
     assert where == ""
     assert sentences[0].endswith("(causal, d=32 and 64, learned and sinusoidal positions; bits per byte).")
@@ -243,13 +250,13 @@ def test_the_scale_says_one_rate_per_width_where_each_width_had_one() -> None:
     says so, never "learning rates 0.001, 0.003", which reads as a grid each arm chose from."""
     facts = answer.Facts(params=(1000, 2000), tokens=(4_096_000, 4_096_000), seeds=(5, 5), layers=(2,), context=(32,),
                          wide_cost={}, split_params={}, last_fifth={"causal": 0.014, "masked": 0.031},
-                         rates=(0.001, 0.003), width_rates={32: (0.003,), 64: (0.003,), 128: (0.001,)})  # fmt: skip
+                         width_rates={32: (0.003,), 64: (0.003,), 128: (0.001,)})  # fmt: skip
     assert scale_sentence(facts) == (
         "Scale: 2 layers, 32-byte contexts, 1,000–2,000 parameters, 4.1M bytes each, 5 paired seeds per arm; the last "
         "fifth of training still cut validation loss by 1.4% (causal) and 3.1% (masked); one rate per width for every "
         "arm (0.003 at d=32 and 64, 0.001 at d=128)."
     )
-    tuned = dataclasses.replace(facts, width_rates={32: (0.003, 0.01), 64: (0.003,)}, rates=(0.003, 0.01))
+    tuned = dataclasses.replace(facts, width_rates={32: (0.003, 0.01), 64: (0.003,)})
     assert scale_sentence(tuned).endswith("; learning rates 0.003, 0.01.")
     chose = dataclasses.replace(facts, tuned=True)  # full's second design: each arm kept its best of two rates
     assert scale_sentence(chose).endswith("; each arm at its best learning rate on validation (0.001, 0.003).")

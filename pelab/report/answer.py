@@ -359,12 +359,15 @@ class Facts:
     split_params: dict[int, float]
     #: mean improvement of validation loss over the last fifth of training, per model kind (None: no curves)
     last_fifth: dict[str, float]
-    #: the learning rates the points' runs trained at (one for every arm, or a grid each arm chose from)
-    rates: tuple[float, ...] = ()
     #: the rates each base width's runs trained at (concat_wide's add at d + d/4 under d)
     width_rates: dict[int, tuple[float, ...]] = field(default_factory=dict)
     #: whether every arm chose its rate on validation (a study's ``train.lr`` list) rather than train at one
     tuned: bool = False
+
+    @property
+    def rates(self) -> tuple[float, ...]:
+        """Every rate the points' runs trained at (one for every arm, or those the arms kept), ascending."""
+        return tuple(sorted({x for v in self.width_rates.values() for x in v}))
 
 
 def last_fifth(val_losses: Sequence[float]) -> float:
@@ -417,9 +420,8 @@ def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None
         wide_cost=dict(sorted(wide_cost.items())),
         split_params=dict(sorted(split_params.items())),
         last_fifth={k: float(np.mean(v)) for k, v in last.items()},
-        rates=tuple(sorted({float(r["config"]["train"]["lr"]) for r in rows if "lr" in r["config"]["train"]})),
         width_rates=_width_rates(points, rows),
-        tuned={r["run_id"] for r in rows} <= set(getattr(getattr(ctx, "study", None), "tuned", ())),
+        tuned={r["run_id"] for r in rows} <= ctx.study.tuned,
     )
 
 

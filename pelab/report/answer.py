@@ -26,7 +26,7 @@ from scipy import stats as st
 from pelab.report.context import ReportContext
 from pelab.report.registry import ClaimResult, Figure
 from pelab.report.summary import join_and
-from pelab.rules import NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED
+from pelab.rules import LM_LEARNED_SHARE, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED
 
 #: Language-model tasks (``first_screen.LM_TASKS``), and the kind of model each trains.
 KINDS = {"charlm": "causal", "mlm": "masked"}
@@ -233,6 +233,14 @@ def gap_figure(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Figure | No
         "margin. Right: concat_split − add along training, on the same held-out windows at every point of each run's "
         "curve (mean over seeds, 95% t-band; descriptive, no verdict reads it)."
     )
+    contexts = sorted({int(r["config"]["task"]["length"]) for r in ctx.rows
+                       if r["run_id"] in {i for p in points for i in (*p.a_runs, *p.b_runs)}})  # fmt: skip
+    if contexts:
+        caption += f" Byte-level models with {'/'.join(map(str, contexts))}-byte contexts."
+    missing = missing_cells(claims, ctx.frame)
+    if missing:
+        caption += (f" No point where an arm did not learn (held-out loss above {LM_LEARNED_SHARE:.0%} of the "
+                    f"context-free model's): {missing}.")  # fmt: skip
     return Figure("Concatenating against adding in language models", path, caption)
 
 
@@ -276,9 +284,9 @@ LEADS = {
 
 
 def _span(values: Sequence[float]) -> str:
-    """ "2.1%" or "1.2% to 4.0%": magnitudes of percentages."""
+    """ "2.1%" or "1.2–4.0%": magnitudes of percentages."""
     lo, hi = min(values), max(values)
-    return f"{lo:.1f}%" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}% to {hi:.1f}%"
+    return f"{lo:.1f}%" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f}%"
 
 
 def _widths(points: Sequence[GapPoint], more: Sequence[int] = ()) -> str:
@@ -297,6 +305,21 @@ def unread_cells(claims: Sequence[ClaimResult], pairing: str, frame: Any = None)
     ]
 
 
+def missing_cells(claims: Sequence[ClaimResult], frame: Any = None) -> str:
+    """The cells with no verdict (``unread_cells``) by pairing, in words for the figure's caption, where the first
+    screen's sentences only count them: "same width: masked d=128 sinusoidal; wider: masked d=128 learned and
+    sinusoidal"; "" where every cell read."""
+    out = []
+    for pairing, name in PAIRINGS.items():
+        by_cell: dict[tuple[str, int], list[str]] = defaultdict(list)
+        for kind, d, scheme in sorted(unread_cells(claims, pairing, frame)):
+            by_cell[(kind, d)].append(scheme)
+        if by_cell:
+            cells = ", ".join(f"{kind} d={d} {join_and(schemes)}" for (kind, d), schemes in by_cell.items())
+            out.append(f"{name}: {cells}")
+    return "; ".join(out)
+
+
 def cells_where(points: Sequence[GapPoint], unread: Sequence[tuple[str, int, str]] = ()) -> str:
     """The cells a pairing read, in words: "causal and masked, d=32, 64 and 128, learned and sinusoidal positions"."""
     kinds = sorted({p.kind for p in points} | {u[0] for u in unread}, key=list(KINDS.values()).index)
@@ -308,9 +331,9 @@ def pairing_sentence(
     points: Sequence[GapPoint], pairing: str, unread: Sequence[tuple[str, int, str]] = (), where: bool = True
 ) -> str | None:
     """One sentence per pairing, counting what its cells decided ("12 cells: concatenating better in 2 (by at least
-    2.4% to 4.8%); equal within ±2% in 3"), over every model kind, width and scheme it read, and the cells with no
-    verdict (``unread_cells``); the cells themselves in words unless ``where`` is False (``lm_sentences`` says them
-    once where both pairings read the same); None where the study has no such row."""
+    2.4–4.8%); equal within ±2% in 3"), over every model kind, width and scheme it read, and the cells with no
+    verdict (``unread_cells``, named under the figure); the cells and their count in words unless ``where`` is False
+    (``lm_sentences`` says them once where both pairings read the same); None where the study has no such row."""
     mine = [p for p in points if p.pairing == pairing]
     if not mine and not unread:
         return None
@@ -327,21 +350,17 @@ def pairing_sentence(
         parts.append(f"concatenating better in {len(cat)} (by at least {_span([-percent(p.hi) for p in cat])})")
     if equal:
         parts.append(f"equal within ±{100 * RELATIVE_MARGIN:g}% in {len(equal)}")
-    if open_:
-        widest = max(max(abs(percent(p.lo)), abs(percent(p.hi))) for p in open_)
-        parts.append(f"undecided in {len(open_)} (within ±{widest:.1f}%)")
+    if open_:  # how wide their intervals are, the figure beneath shows
+        parts.append(f"undecided in {len(open_)}")
     if unread:
-        by_cell: dict[tuple[str, int], list[str]] = defaultdict(list)
-        for kind, d, scheme in sorted(unread):
-            by_cell[(kind, d)].append(scheme)
-        cells = ", ".join(f"{kind} d={d} {join_and(schemes)}" for (kind, d), schemes in by_cell.items())
-        parts.append(f"no verdict in {len(unread)} (an arm below the floor: {cells})")
+        parts.append(f"no verdict in {len(unread)} (did not learn)")
     said = f" ({cells_where(mine, unread)}; bits per byte)" if where else ""
     tag = ""
     loose = [p for p in mine if p.protocol == "exploratory"]
     if loose:  # a confirmatory grid read by rules changed since its runs, or a grid never marked confirmatory
         tag = " Exploratory" + ("" if len(loose) == n else f" in {len(loose)} of {n}") + ": see the protocol line."
-    return f"{LEADS[pairing]}, {n} cell{'s' if n != 1 else ''}: " + "; ".join(parts) + f"{said}." + tag
+    count = f", {n} cell{'s' if n != 1 else ''}" if where else ""
+    return f"{LEADS[pairing]}{count}: " + "; ".join(parts) + f"{said}." + tag
 
 
 @dataclass(frozen=True)
@@ -352,7 +371,6 @@ class Facts:
     tokens: tuple[int, int]
     seeds: tuple[int, int]
     layers: tuple[int, ...]
-    context: tuple[int, ...]
     #: concat_wide's parameters and FLOPs per token over add's at the same base width, per width
     wide_cost: dict[int, tuple[float, float]]
     #: concat_split's parameters over add's at the same width (< 1: the narrower token table)
@@ -416,7 +434,6 @@ def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None
         tokens=(min(tokens), max(tokens)),
         seeds=(min(seeds), max(seeds)),
         layers=tuple(sorted({int(r["config"]["model"]["n_layers"]) for r in rows})),
-        context=tuple(sorted({int(r["config"]["task"]["length"]) for r in rows})),
         wide_cost=dict(sorted(wide_cost.items())),
         split_params=dict(sorted(split_params.items())),
         last_fifth={k: float(np.mean(v)) for k, v in last.items()},
@@ -448,13 +465,13 @@ def cost_sentence(facts: Facts) -> str:
         r = [100 * (v - 1) for v in facts.split_params.values()]
         fewer = all(x < 0 for x in r)
         size = _range(min(abs(x) for x in r), max(abs(x) for x in r), "{:.1f}")
-        parts.append(f"concat_split keeps the width with {size}% {'fewer' if fewer else 'more'} parameters"
+        parts.append(f"concat_split {size}% {'fewer' if fewer else 'more'} parameters"
                      if fewer or all(x > 0 for x in r)
-                     else f"concat_split keeps the width and its parameters (within {size}%)")  # fmt: skip
+                     else f"concat_split as many parameters (within {size}%)")  # fmt: skip
     if facts.wide_cost:
         p = [100 * (v[0] - 1) for v in facts.wide_cost.values()]
         f = [100 * (v[1] - 1) for v in facts.wide_cost.values()]
-        parts.append(f"concat_wide costs {_range(min(p), max(p), '{:.0f}')}% more parameters and "
+        parts.append(f"concat_wide {_range(min(p), max(p), '{:.0f}')}% more parameters, "
                      f"{_range(min(f), max(f), '{:.0f}')}% more FLOPs per token")  # fmt: skip
     return ("Cost (C5): " + "; ".join(parts) + ".") if parts else ""
 
@@ -462,18 +479,17 @@ def cost_sentence(facts: Facts) -> str:
 def scale_sentence(facts: Facts) -> str:
     """The scale the answer holds at, and how far training was from levelling off."""
     layers = "/".join(map(str, facts.layers))
-    context = "/".join(map(str, facts.context))
     text = (
-        f"Scale: {layers} layers, {context}-byte contexts, {_range(*facts.params)} parameters, "
+        f"Scale: {layers} layers, {_range(*facts.params)} parameters, "
         f"{_range(facts.tokens[0] / 1e6, facts.tokens[1] / 1e6, '{:.2g}')}M bytes each, {_range(*facts.seeds)} "
-        "paired seeds per arm"
+        "paired seeds"
     )
     if facts.last_fifth:
         many = len(facts.last_fifth) > 1
         each = [f"{100 * v:.1f}%" + (f" ({k})" if many else "") for k, v in facts.last_fifth.items()]
         text += f"; the last fifth of training still cut validation loss by {' and '.join(each)}"
-    if facts.tuned:  # the rates the arms kept, each its best on validation (the report's 'Learning rates')
-        text += f"; each arm at its best learning rate on validation ({', '.join(f'{x:g}' for x in facts.rates)})"
+    if facts.tuned:  # the rates each arm kept are in the report's 'Learning rates', not on the first screen
+        text += "; each arm's learning rate chosen on validation"
     elif len(facts.rates) == 1:  # a gap at one rate may be one of learning speed: the reader is told it was one rate
         text += f"; one learning rate ({facts.rates[0]:g}) for every arm"
     elif facts.width_rates and all(len(v) == 1 for v in facts.width_rates.values()):  # full: one rate per width
@@ -488,8 +504,9 @@ def scale_sentence(facts: Facts) -> str:
 
 
 class LMAnswer(NamedTuple):
-    """The answer where it lives, before its picture: the cells both pairings read, in words ("" where they differ,
-    and each sentence says its own), and one sentence per pairing, then the cost and the scale."""
+    """The answer where it lives, before its picture: the cells both pairings read, counted and in words ("12 cells
+    each: causal and masked, …"; "" where they differ, and each sentence says its own), and one sentence per pairing,
+    then the cost and the scale."""
 
     where: str
     sentences: list[str]
@@ -501,11 +518,17 @@ def lm_sentences(ctx: ReportContext, claims: Sequence[ClaimResult]) -> LMAnswer:
     points = gap_points(claims, ctx.frame)
     unread = {pairing: unread_cells(claims, pairing, ctx.frame) for pairing in PAIRINGS}
     present = [pg for pg in PAIRINGS if any(p.pairing == pg for p in points) or unread[pg]]
-    wheres = {cells_where([p for p in points if p.pairing == pg], unread[pg]) for pg in present}
-    where = next(iter(wheres)) if len(wheres) == 1 else ""
+    said = {
+        (cells_where(mine, unread[pg]), len(mine) + len(unread[pg]))
+        for pg in present
+        for mine in [[p for p in points if p.pairing == pg]]
+    }
+    where, n = next(iter(said)) if len(said) == 1 else ("", 0)
     made = [pairing_sentence(points, pg, unread[pg], where=not where) for pg in present]
     out = [s for s in made if s]
     facts = answer_facts(ctx, points) if out else None
     if facts is not None:
         out += [s for s in (cost_sentence(facts), scale_sentence(facts)) if s]
-    return LMAnswer(f"{where}; bits per byte" if where else "", out)
+    each = " each" if len(present) > 1 else ""
+    lead = f"{n} cell{'s' if n != 1 else ''}{each}: {where}; bits per byte" if where else ""
+    return LMAnswer(lead, out)

@@ -161,3 +161,52 @@ def test_a_reports_items_count_once_and_weight_the_time_left() -> None:
     clock.t = 6.0
     work.finished("cross share")
     assert told[-1] == (2, 3, "about 0:20 left")  # 0.1 s of work a second since the first: 2 s of work left
+
+
+def test_a_minute_without_a_finished_run_still_says_a_line_with_the_time_left_asked_again() -> None:
+    """A d=160 language model trains for minutes: the timer says the line again after a minute without one, with
+    the caller's estimate asked anew (it grows with the wait), and says nothing sooner, nor once the work is done."""
+    out, clock = io.StringIO(), Clock()
+    asked = iter(["about 9:00 left", "about 9:30 left"])
+    p = PlainProgress(Console(file=out, width=200), clock=clock, estimate=lambda: next(asked), timer=False)
+    task = p.add_task("runs", total=10, completed=4, left="")
+    clock.t = 30.0
+    p.update(task, advance=1, left="about 8:00 left")  # a tenth: a line
+    clock.t = 89.0
+    p.tick()  # 59 s since the last line: nothing
+    clock.t = 90.0
+    p.tick()
+    clock.t = 120.0
+    p.tick()  # 30 s since the timer's line: nothing
+    clock.t = 150.0
+    p.tick()
+    assert out.getvalue().splitlines() == [
+        "runs: 5/10 (50%; 1 of 6 to run), 0:30 elapsed, about 8:00 left",
+        "runs: 5/10 (50%; 1 of 6 to run), 1:30 elapsed, about 9:00 left",
+        "runs: 5/10 (50%; 1 of 6 to run), 2:30 elapsed, about 9:30 left",
+    ]
+    p.update(task, advance=5, left="")
+    clock.t = 400.0
+    p.tick()  # all done: the timer says nothing more
+    assert out.getvalue().splitlines()[-1].startswith("runs: 10/10 (100%)")
+    # without the caller's estimate a timer line leaves the time left out rather than repeat a stale one
+    out2 = io.StringIO()
+    q = PlainProgress(Console(file=out2, width=200), clock=clock, timer=False)
+    q.add_task("report", total=4, completed=0, left="")
+    q.update(0, advance=1, left="about 3:00 left")
+    clock.t += 61.0
+    q.tick()
+    assert out2.getvalue().splitlines()[-1] == "report: 1/4 (25%), 1:01 elapsed"
+
+
+def test_the_timer_thread_says_the_line_and_stops_with_the_block() -> None:
+    out = io.StringIO()
+    with PlainProgress(Console(file=out, width=200), every_s=0.2) as p:
+        p.add_task("runs", total=3, completed=0, left="")
+        p.update(0, advance=1)
+        import time
+
+        time.sleep(0.7)
+        said = len(out.getvalue().splitlines())
+    assert said >= 2  # the update's line and at least one of the timer's
+    assert p._timer is not None and not p._timer.is_alive()

@@ -203,7 +203,7 @@ def run_study(
             budget = _stack_budget(backend, device, slots, gpu)
             groups = stack_groups(pending, slots, budget=budget, gpu=gpu, tiers=grid_tiers(study) if gpu else None)
             pace = Pace({c.run_id: group_seconds(g) / len(g) for g in groups for c in g})
-            with progress_display(console, quiet) as progress:
+            with progress_display(console, quiet, estimate=pace.text) as progress:
                 task = progress.add_task("runs", total=len(study.runs), completed=skipped, failed="", left="")
 
                 def on_result(cfg: RunConfig, result: RunResult) -> None:
@@ -356,10 +356,13 @@ def _gpu_slots(
     return slots[:workers] if workers else slots
 
 
-def progress_display(console: Console, quiet: bool) -> Progress | PlainProgress:
-    """A live bar on a terminal; elsewhere (a log file) plain lines (``pelab.study.progress``)."""
+def progress_display(
+    console: Console, quiet: bool, estimate: Callable[[], str] | None = None
+) -> Progress | PlainProgress:
+    """A live bar on a terminal; elsewhere (a log file) plain lines (``pelab.study.progress``), said again every
+    minute between runs with ``estimate``'s time left."""
     if not console.is_terminal and not quiet:
-        return PlainProgress(console)
+        return PlainProgress(console, estimate=estimate)
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -3,11 +3,14 @@
 Rich draws a live bar on a terminal and nothing at all elsewhere until the work ends, so a study whose output
 goes to a file was silent for minutes. ``PlainProgress`` stands in for Rich's ``Progress`` there with the
 calls the driver makes (``add_task``, ``update``, ``console``): a line at every tenth of the work and at least
-once a minute, with what is done, what failed, and the time left at the pace so far.
+once a minute, with what is done, what failed, and the time left at the pace so far. "At least once a minute" holds
+while no run finishes too (a d=160 language model of the full preset trains for minutes): a timer thread says the
+line again, with the time left recomputed, when a minute passed without one.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -66,9 +69,15 @@ class PlainProgress:
     run)'."""
 
     def __init__(self, console: Console, every_share: float = 0.1, every_s: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.monotonic, estimate: Callable[[], str] | None = None,
+                 timer: bool = True) -> None:  # fmt: skip
         self.console = console
         self.every_share, self.every_s, self.clock = every_share, every_s, clock
+        #: the caller's weighted estimate, asked again when the timer says a line between runs (``Pace.text``)
+        self.estimate = estimate
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._timer = threading.Thread(target=self._beat, name="pelab-progress", daemon=True) if timer else None
         self.label, self.total, self.done, self.start_done, self.failed = "", 0, 0, 0, ""
         self.left: str | None = None  # a weighted estimate (``Pace``) when the caller has one
         self.start = self.last_time = clock()
@@ -76,11 +85,27 @@ class PlainProgress:
         self.last_done_said = 0
 
     def __enter__(self) -> PlainProgress:
+        if self._timer is not None:
+            self._timer.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._timer is not None and self._timer.is_alive():
+            self._timer.join()
         if kind is None and self.total and self.done > self.last_done_said:
             self._say()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(min(5.0, self.every_s / 4)):
+            self.tick()
+
+    def tick(self) -> None:
+        """Say the line again where a minute passed without one and work is left: a study between two long runs is
+        not silent in its log, and its time left grows with the wait instead of standing at the last run's."""
+        if self.total and self.done < self.total and self.clock() - self.last_time >= self.every_s:
+            # the caller's estimate asked again; without one, no time left rather than the last line's, now stale
+            self._say(self.estimate() if self.estimate is not None else "")
 
     def add_task(self, label: str, total: int, completed: int = 0, failed: str = "", left: str | None = None) -> int:
         self.label, self.total, self.done, self.start_done, self.failed = label, total, completed, completed, failed
@@ -115,7 +140,11 @@ class PlainProgress:
         if share - self.last_share >= self.every_share - 1e-9 or now - self.last_time >= self.every_s:
             self._say()
 
-    def _say(self) -> None:
+    def _say(self, left_now: str | None = None) -> None:
+        with self._lock:  # the timer thread and the driver's own updates
+            self._say_now(left_now)
+
+    def _say_now(self, left_now: str | None) -> None:
         now = self.clock()
         share = self.done / self.total if self.total else 1.0
         ran = self.done - self.start_done
@@ -127,9 +156,10 @@ class PlainProgress:
         if self.failed:
             parts.append(self.console.render_str(self.failed).plain)
         parts.append(f"{_clock(now - self.start)} elapsed")
-        if self.left is not None:  # the caller's weighted estimate
-            if self.left and self.done < self.total:
-                parts.append(self.left)
+        given = self.left if left_now is None else left_now
+        if given is not None:  # the caller's weighted estimate
+            if given and self.done < self.total:
+                parts.append(given)
         elif left is not None and self.done < self.total:
             parts.append(f"about {_clock(left)} left")
         self.console.print(", ".join(parts), markup=False, highlight=False)

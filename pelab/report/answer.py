@@ -233,8 +233,8 @@ def gap_figure(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Figure | No
         "margin. Right: concat_split − add along training, on the same held-out windows at every point of each run's "
         "curve (mean over seeds, 95% t-band; descriptive, no verdict reads it)."
     )
-    contexts = sorted({int(r["config"]["task"]["length"]) for r in ctx.rows
-                       if r["run_id"] in {i for p in points for i in (*p.a_runs, *p.b_runs)}})  # fmt: skip
+    ids = {i for p in points for i in (*p.a_runs, *p.b_runs)}
+    contexts = sorted({int(r["config"]["task"]["length"]) for r in ctx.rows if r["run_id"] in ids})
     if contexts:
         caption += f" Byte-level models with {'/'.join(map(str, contexts))}-byte contexts."
     missing = missing_cells(claims, ctx.frame)

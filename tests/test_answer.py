@@ -51,6 +51,13 @@ def frame_of(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame({"run_id": [i for i, _ in ids], "model.d": [d for _, d in ids]})
 
 
+def first_screen_words(where: str, sentences: list[str]) -> int:
+    """The words of the first screen up to its figure, as the templates lay it out: heading, question, lead, the
+    answer's sentences (issue 38: at most 150)."""
+    heading = "What this run says Why are positional encodings added to token embeddings rather than concatenated? "
+    return len((heading + f"In language models on natural text ({where}; C6): " + " ".join(sentences)).split())
+
+
 def test_percent_reads_a_log_ratio() -> None:
     assert percent(math.log(1.05)) == pytest.approx(5.0)
     assert percent(math.log(0.5)) == pytest.approx(-50.0)
@@ -212,8 +219,7 @@ def test_facts_and_the_sentences_before_the_picture_stay_short(tmp_path: Path) -
     assert where == "4 cells each: causal, d=32 and 64, learned and sinusoidal positions; bits per byte"
     assert sentences[0].startswith("Same width (concat_split against add): ")
     assert "positions" not in sentences[0]
-    heading = "What this run says Why are positional encodings added to token embeddings rather than concatenated? "
-    words = len((heading + f"In language models on natural text ({where}; C6): " + " ".join(sentences)).split())
+    words = first_screen_words(where, sentences)
     assert len(sentences) == 4 and words <= 150, words  # the first screen up to its figure: at most 150 words
     # pairings over different cells: no shared lead, each sentence says its own
     narrow = [r for r in rows if not ("wide" in r["family"] and r["where"]["model.d"] == 64)]
@@ -296,8 +302,7 @@ def test_full_24_cells_fit_the_first_screen_and_the_caption_names_the_cells_with
                             "equal within ±2% in 3; undecided in 6; no verdict in 1 (did not learn).")  # fmt: skip
     assert sentences[1].startswith("Wider (concat_wide against add at its width): concatenating better in 3 ")
     assert sentences[3].endswith("each arm's learning rate chosen on validation.")
-    heading = "What this run says Why are positional encodings added to token embeddings rather than concatenated? "
-    words = len((heading + f"In language models on natural text ({where}; C6): " + " ".join(sentences)).split())
+    words = first_screen_words(where, sentences)
     assert words <= 150, words
     figure = gap_figure(ctx, claims_of(rows))
     assert figure is not None

@@ -233,8 +233,7 @@ def gap_figure(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Figure | No
         "margin. Right: concat_split − add along training, on the same held-out windows at every point of each run's "
         "curve (mean over seeds, 95% t-band; descriptive, no verdict reads it)."
     )
-    ids = {i for p in points for i in (*p.a_runs, *p.b_runs)}
-    contexts = sorted({int(r["config"]["task"]["length"]) for r in ctx.rows if r["run_id"] in ids})
+    contexts = sorted({int(r["config"]["task"]["length"]) for r in runs_of(points, ctx.rows)})
     if contexts:
         caption += f" Byte-level models with {'/'.join(map(str, contexts))}-byte contexts."
     missing = missing_cells(claims, ctx.frame)
@@ -395,11 +394,17 @@ def last_fifth(val_losses: Sequence[float]) -> float:
     return 1 - val_losses[-1] / val_losses[at]
 
 
+def runs_of(points: Sequence[GapPoint], rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The finished stored runs of the points' arms, both sides: what the caption and the scale and cost sentences
+    read."""
+    ids = {r for p in points for r in (*p.a_runs, *p.b_runs)}
+    return [r for r in rows if r["run_id"] in ids and r.get("status") == "done"]
+
+
 def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None:
     """What the scale and cost sentences read: the runs of the points' arms (parameters, FLOPs per token, tokens
     seen, seeds) and their curves (how much the last fifth of training still gained)."""
-    ids = {r for p in points for r in (*p.a_runs, *p.b_runs)}
-    rows = [r for r in ctx.rows if r["run_id"] in ids and r.get("status") == "done"]
+    rows = runs_of(points, ctx.rows)
     if not rows:
         return None
     tokens = [r["config"]["train"]["steps"] * r["config"]["train"]["batch_size"] * r["config"]["task"]["length"]
@@ -518,11 +523,8 @@ def lm_sentences(ctx: ReportContext, claims: Sequence[ClaimResult]) -> LMAnswer:
     points = gap_points(claims, ctx.frame)
     unread = {pairing: unread_cells(claims, pairing, ctx.frame) for pairing in PAIRINGS}
     present = [pg for pg in PAIRINGS if any(p.pairing == pg for p in points) or unread[pg]]
-    said = {
-        (cells_where(mine, unread[pg]), len(mine) + len(unread[pg]))
-        for pg in present
-        for mine in [[p for p in points if p.pairing == pg]]
-    }
+    mine = {pg: [p for p in points if p.pairing == pg] for pg in present}
+    said = {(cells_where(mine[pg], unread[pg]), len(mine[pg]) + len(unread[pg])) for pg in present}
     where, n = next(iter(said)) if len(said) == 1 else ("", 0)
     made = [pairing_sentence(points, pg, unread[pg], where=not where) for pg in present]
     out = [s for s in made if s]

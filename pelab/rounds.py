@@ -196,8 +196,8 @@ def _spread(counts: Mapping[str, int]) -> str:
 
 
 def _round_line(number: int, counts: Mapping[str, int], study: Study) -> str:
-    each = _spread(counts)
-    if study.fixed:  # counted among the arms above, but no round's doing
-        each += f" ({len(study.fixed)} of them on their grid's own seeds)"
     cap = study.sequential.max_seeds if study.sequential else len(study.seeds)
-    return f"[bold]round {number}[/] (sequential seeds, cap {cap}): {each}"
+    line = f"[bold]round {number}[/] (sequential seeds, cap {cap}): {_spread(counts)}"
+    if study.fixed:  # counted among the arms above, but no round's doing; a line of its own keeps both under 100
+        line += f"\n  {len(study.fixed)} of those arms keep their grid's own seeds (no round adds to them)"
+    return line

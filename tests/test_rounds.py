@@ -380,7 +380,8 @@ def test_rounds_add_seeds_only_outside_a_grid_with_its_own_seeds(tmp_path: Path)
     opened = [r.get("open", []) for r in read_record(tmp_path / "out")["rounds"]]
     assert opened[0] == ["C6 add vs concat_split at 3 seeds",
                          "C6 add vs concat_split at 6 seeds (its grid's own seeds: read as they stand)"]  # fmt: skip
-    assert "round 1 (sequential seeds, cap 5): 3 seeds for 2 arm(s), 6 seeds for 2 arm(s) (2 of them on their " in text
+    round_1 = "round 1 (sequential seeds, cap 5): 3 seeds for 2 arm(s), 6 seeds for 2 arm(s)\n  2 of those arms keep "
+    assert round_1 in text
     assert "round 2: 1 comparison(s) still open (listed in sequential.json)" in text
     assert "round 2: every comparison that rounds can grow is decided" in text
     assert outcome.still_open == ["C6 add vs concat_split at 6 seeds (its grid's own seeds: read as they stand)"]

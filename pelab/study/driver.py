@@ -186,10 +186,9 @@ def run_study(
         gpu = device.startswith("cuda") or (device == "auto" and backend == "local" and _auto_is_cuda())
         with chosen as (where, execute, slots):
             if not quiet:
-                console.print(
-                    f"study [bold]{escape(study.name)}[/]: {len(study.runs)} runs, {skipped} already stored, "
-                    f"{len(pending)} to run on {where}"
-                )
+                # the name on a line of its own: full's name and counts together made a line of 130 characters
+                console.print(f"study [bold]{escape(study.name)}[/]")
+                console.print(f"{len(study.runs)} runs, {skipped} already stored, {len(pending)} to run on {where}")
                 if older:
                     console.print(
                         f"{older} stored run(s) were trained by an older computation (not {ENGINE}); they are "

@@ -299,7 +299,7 @@ def test_user_text_prints_as_text(tmp_path: Path, name: str) -> None:
     with stub_backend(["failed"], reason=f"ValueError: {name}"):
         run_study(study, tmp_path / "o", console=console)
     text = buf.getvalue()
-    assert f"study {name}: " in text  # the name, literally
+    assert f"study {name}\n" in text  # the name, literally, on a line of its own
     assert f"failed {study.runs[0].run_id}: ValueError: {name}" in text  # a failure's reason, literally
 
 

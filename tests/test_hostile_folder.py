@@ -357,7 +357,7 @@ def test_paths_that_are_not_utf8_work(tmp_path: Path, lang: str) -> None:
     )
     err, text = p.stderr.decode(errors="replace"), p.stdout.decode(errors="replace")
     assert p.returncode == 0 and "Traceback" not in err, err[-3000:]
-    assert "study s\\xff: 3 runs" in text and "o\\xff" in text and not RAW_CONTROL.search(text + err)  # from the stem
+    assert "study s\\xff\n3 runs" in text and "o\\xff" in text and not RAW_CONTROL.search(text + err)  # from the stem
     assert os.path.isfile(os.fsdecode(out + b"/" + DB_NAME.encode()))
     r = run_pelab("results", out, env=env)
     assert r.rc == 0 and "Traceback" not in r.err and "0.500" in r.out, r.err[-3000:]

@@ -21,9 +21,9 @@ from pelab.errors import PelabError
 from pelab.report.build import load_context
 from pelab.report.console import results_table
 from pelab.report.registry import ClaimResult
-from pelab.rounds import next_counts, run_sequential
+from pelab.rounds import _round_line, next_counts, run_sequential
 from pelab.rules import INCONCLUSIVE, SUPPORTED
-from pelab.study.design import Design, design_of, read_record, seeds_text
+from pelab.study.design import Design, arm_names, design_of, read_record, seeds_text
 from pelab.study.grid import parse_study, seed_sequence, with_seeds
 from pelab.study.sequential import Looks
 from pelab.study.store import DB_NAME
@@ -416,3 +416,18 @@ def test_a_look_that_cannot_read_its_measures_stops_the_study_with_its_line(tmp_
         study, tmp_path / "b", console=console, decide=fails(NothingFinished("out: no finished runs")), workers=1
     )
     assert "round 1: no verdict can be read" in console.export_text() and len(outcome.rounds) == 1
+
+
+def test_full_round_lines_stay_under_100_characters() -> None:
+    """full's first round, counted as run_sequential counts it: its arms on their grid's own seeds once made the line
+    123 characters long (issue 38: the log stays readable)."""
+    from pelab.cli.app import preset_path
+    from pelab.study.grid import load_study
+
+    study = load_study(preset_path("full"))
+    counts = {arm: len(study.fixed.get(arm, study.seeds)) for arm in arm_names(study)}
+    text = _round_line(1, counts, study)
+    lines = text.splitlines()
+    assert len(lines) == 2 and max(map(len, lines)) <= 100, lines
+    assert lines[1] == f"  {len(study.fixed)} of those arms keep their grid's own seeds (no round adds to them)"
+    assert len(study.fixed) > 100  # the case that made the long line

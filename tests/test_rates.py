@@ -144,3 +144,56 @@ def test_a_study_with_a_rate_grid_writes_its_report_with_the_fixed_rate_verdicts
     text = md.read_text()
     assert "Learning rates" in text and "Each arm's rate" in text
     assert not [c.id for c in claims if c.verdict == "error"], [(c.id, c.key) for c in claims if c.verdict == "error"]
+
+
+PER_WIDTH = """
+seeds = [0, 1]
+[task]
+name = "reverse"
+length = 4
+[model]
+d = 16
+[train]
+steps = 2
+lr = 3e-3
+[[grid]]
+name = "narrow"
+axes = { "model.combine" = ["add", "concat_split"] }
+set = { "model.d" = 16, "train.lr" = [3e-3, 1e-2] }
+[[grid]]
+name = "wide"
+axes = { "model.combine" = ["add", "concat_split"] }
+set = { "model.d" = 32, "train.lr" = [1e-3, 3e-3] }
+"""
+
+
+def test_rate_lists_per_grid_are_named_as_each_arm_tried_them_not_as_their_union() -> None:
+    """full gives each width its own two rates: "each arm kept its best of 0.001, 0.003, 0.01" would claim a
+    three-rate search no arm had. The note names the lists; the union only as where they are drawn from."""
+    from pelab.report.build import rate_note
+
+    study = parse_study(PER_WIDTH)
+    assert sorted(set(rates.rates_per_arm(study))) == [(1e-3, 3e-3), (3e-3, 1e-2)]
+    assert len(rates.rates_per_arm(study)) == 4  # 2 combiners x 2 widths, seeds folded into their arm
+    note = rate_note(study)
+    assert note.startswith(
+        "each arm kept its best of the 2 rates of its own list (2 lists, drawn from 0.001, 0.003, 0.01)"
+    )
+    shared = parse_study(STUDY.format(fixed=0.02))
+    assert rates.rate_lists(shared, "every rate in ") == "every rate in 0.001, 0.003, 0.01"
+
+
+def test_the_rates_section_counts_an_edge_of_the_rates_each_arm_tried(tmp_path) -> None:
+    """An arm that tried 1e-3 and 3e-3 and kept 3e-3 kept its largest rate, though 3e-3 is the middle of the study's
+    union: the edge count reads each arm's own list (with two rates per arm, every arm is at an edge)."""
+    from pelab.report.build import build_report
+    from pelab.study.driver import run_study
+
+    study = parse_study(PER_WIDTH)
+    outcome = run_study(study, tmp_path, workers=1, quiet=True)
+    assert outcome.ran == 16 and outcome.failed == 0
+    _, md, _ = build_report(tmp_path)
+    text = md.read_text()
+    assert "4 arms each trained at the 2 rates of its own list" in text
+    assert "4 of 4 arms kept the smallest or largest rate they tried (each tried two" in text
+    assert "left out of that check" not in text  # every arm tried 3e-3, the fixed check's rate

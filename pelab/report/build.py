@@ -130,9 +130,8 @@ def claim_plugins(ctx: ReportContext, run_ids: Sequence[str]) -> dict[str, Any]:
 def rate_note(study: Study) -> str:
     """How the learning rate was set, said where every reader looks: one fixed rate is not neutral."""
     if study.learning_rates:
-        rates_ = ", ".join(f"{x:g}" for x in study.learning_rates)
-        return (f"each arm kept its best of {rates_} on validation and is scored on test (see 'Learning rates' "
-                "below for each arm's rate and the verdicts at one fixed rate)")  # fmt: skip
+        return (f"each arm kept its best of {rates.rate_lists(study)} on validation and is scored on test (see "
+                "'Learning rates' below for each arm's rate and the verdicts at one fixed rate)")  # fmt: skip
     fixed = sorted({r.train.lr for r in study.runs})
     return (f"one fixed rate per task ({', '.join(f'{x:g}' for x in fixed)}), the same for every arm of a comparison, "
             "not tuned per arm: an arm that wants another rate can lose for that reason alone (the gpu preset "
@@ -170,22 +169,29 @@ def rates_section(ctx: ReportContext, claims: list[ClaimResult]) -> Section | No
         changed += not same
         compare.append([c.id, c.verdict, other.verdict, "same" if same else "changes"])
     counts = Counter(c.chosen for c in ctx.rate_choices)
-    at_edge = sum(c.chosen in (min(tried), max(tried)) for c in ctx.rate_choices if len(tried) > 1)
+    # an arm's edge is that of the rates it tried, not of the study's union (full gives each width its own two)
+    at_edge = sum(c.chosen in (min(c.val_loss), max(c.val_loss)) for c in ctx.rate_choices if len(c.val_loss) > 1)
+    pairs = all(len(c.val_loss) == 2 for c in ctx.rate_choices)
     edge = (
-        [f"{at_edge} of {len(ctx.rate_choices)} arms kept the smallest or largest rate tried: their best rate may lie "
-         "outside the grid, so widen it before reading a verdict that hangs on them."]
+        [f"{at_edge} of {len(ctx.rate_choices)} arms kept the smallest or largest rate they tried"
+         + (" (each tried two, so every kept rate is at an edge of its list)" if pairs else "")
+         + ": their best rate may lie outside it, so widen the list before reading a verdict that hangs on them."]
         if at_edge else []
     )  # fmt: skip
+    missing = sum(fixed not in c.val_loss for c in ctx.rate_choices if c.val_loss)
+    left_out = f" ({missing} arms did not train at {fixed:g} and are left out of that check)" if missing else ""
     return Section(
         "rates",
         "Learning rates",
         [
-            f"Learning rate is a nuisance parameter here: {len(ctx.rate_choices)} arms each trained at every rate in "
-            f"{', '.join(f'{r:g}' for r in tried)} with the same seeds, data and budget, kept the rate with the lowest "
-            "mean validation loss, and every claim above reads that rate's test split, which nothing was chosen on. "
+            f"Learning rate is a nuisance parameter here: {len(ctx.rate_choices)} arms each trained at "
+            f"{rates.rate_lists(ctx.study, 'every rate in ')} with the same seeds, data and budget, kept the rate "
+            "with the lowest mean validation loss, and every claim above reads that rate's test split, which nothing "
+            "was chosen on. "
             "Rates kept: " + ", ".join(f"{lr:g} by {n}" for lr, n in sorted(counts.items())) + ".",
             *edge,
-            f"At the single fixed rate {fixed:g} (the middle one tried) {changed} of {len(compare)} verdicts change.",
+            f"At the single fixed rate {fixed:g} (the middle one tried){left_out} {changed} of {len(compare)} verdicts "
+            "change.",
         ],
         [
             table,

@@ -13,11 +13,16 @@ reach 100% are still told apart.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from pelab.report.evidence import config_columns
+
+if TYPE_CHECKING:
+    from pelab.study.grid import Study
 
 #: What a tuned arm's ``train.lr`` reads after selection, so arms that chose different rates still
 #: compare (their rate is the nuisance, not an axis); ``lr_chosen`` keeps the number.
@@ -43,6 +48,30 @@ def fixed_rate(rates: list[float]) -> float:
     count), so the check is neither the smallest nor the largest rate tried."""
     ordered = sorted(rates)
     return ordered[(len(ordered) - 1) // 2]
+
+
+def rates_per_arm(study: Study) -> list[tuple[float, ...]]:
+    """The rates each tuned arm trained at, one ascending tuple per arm. A preset may give its grids different
+    rate lists (full: two rates per width), so the study's union of rates is not what any one arm tried, and a
+    sentence that names the union as every arm's grid misstates the search."""
+    arms: dict[str, set[float]] = defaultdict(set)
+    for r in study.runs:
+        if r.run_id in study.tuned:
+            key = r.model_copy(update={"seed": 0, "train": r.train.model_copy(update={"lr": 0.0})}).digest()
+            arms[key].add(r.train.lr)
+    return [tuple(sorted(v)) for v in arms.values()]
+
+
+def rate_lists(study: Study, shared: str = "") -> str:
+    """The rates the tuned arms tried, in words: the one list they share (after ``shared``), or how many each
+    tried and from what."""
+    lists = set(rates_per_arm(study))
+    union = ", ".join(f"{x:g}" for x in study.learning_rates)
+    if len(lists) <= 1:
+        return f"{shared}{union}"
+    sizes = sorted({len(t) for t in lists})
+    n = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
+    return f"the {n} rates of its own list ({len(lists)} lists, drawn from {union})"
 
 
 def _arm_keys(frame: pd.DataFrame) -> list[str]:

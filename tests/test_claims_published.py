@@ -329,3 +329,13 @@ def test_a_published_cell_shows_first_the_comparisons_that_decided_its_outcome()
     assert _why(fam)[0] == DIFFERS
     cell = _family_cell(fam)
     assert cell.startswith("far vs sinusoidal") and cell.count("vs sinusoidal (") == 3
+
+
+def test_the_vaswani_setting_states_the_steps_its_runs_trained() -> None:
+    # full's report (2026-11-29) called its 4,000-step language models "trained for a few hundred steps", a phrase
+    # written for quick's 150; the row reads the steps off the runs it compares
+    from pelab.report.published import _steps
+
+    assert _steps(pd.DataFrame({"train.steps": [4000, 4000]})) == "4,000"
+    assert _steps(pd.DataFrame({"train.steps": [150, 4000, 600]})) == "150–4,000"
+    assert _steps(pd.DataFrame({"task.name": ["charlm"]})) == "a few thousand or fewer"

@@ -1,12 +1,12 @@
-"""The report's "published vs measured" section: each result people cite beside this run's number (Vaswani et al.
-Table 3 row E for C7, Kazemnejad et al. 2023's decoder order for C17, the causal/masked NoPE result for C18, ...).
+"""The report's "published vs measured" section: each result people cite beside this run's number (Vaswani et al. Table
+3 row E for C7, Kazemnejad et al. 2023's decoder order for C17, the causal/masked NoPE result for C18, ...).
 
 Every one of them was measured in another setting than this run's (another task, model kind or scale: Vaswani's is a
-converged translation model, this run's a byte model trained for a few hundred steps; Haviv's are 1.3B-parameter
-language models, this run's a few hundred thousand parameters), so the outcome never says "agree" or "disagree"
-(SCIENCE.md, "Published results in their setting"): ``CONSISTENT`` ("consistent at this budget") where the claim's
-rule, read on this run, points the published way; ``DIFFERS`` ("differs at this budget (not comparable)") where it
-points the other way; ``INCONCLUSIVE`` ("inconclusive", with the interval's resolution) where an interval exists and
+converged translation model, this run's a byte model trained for a few thousand steps at most; Haviv's are
+1.3B-parameter language models, this run's a few hundred thousand parameters), so the outcome never says "agree" or
+"disagree" (SCIENCE.md, "Published results in their setting"): ``CONSISTENT`` ("consistent at this budget") where the
+claim's rule, read on this run, points the published way; ``DIFFERS`` ("differs at this budget (not comparable)") where
+it points the other way; ``INCONCLUSIVE`` ("inconclusive", with the interval's resolution) where an interval exists and
 does not decide; ``UNTESTED`` where runs exist but no interval could be read (an arm below the floor, no informative
 metric); ``NOT_RUN`` ("not run") where the study ran none of it.
 """
@@ -241,8 +241,8 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
                  ctx.margin, kind="equivalent", combine="all") if not added.empty else None  # fmt: skip
     rows.append(["Vaswani et al. 2017, Table 3 (E)", "learned ≈ sinusoidal: perplexity 4.92 vs 4.92 (a converged "
                  "English–German translation Transformer, base model)", _family_cell(vas),
-                 *_why(vas, "a byte-level language model trained for a few hundred steps, not a converged translation "
-                       "model")])  # fmt: skip
+                 *_why(vas, f"a byte-level language model trained for {_steps(added)} steps, not a converged "
+                       "translation model")])  # fmt: skip
 
     c18 = ctx.analyses.get("c18", {})
     causal, masked = c18.get("causal"), c18.get("masked")
@@ -330,6 +330,15 @@ def published_section(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Sect
 def _fam_verdict(fam: Family | None) -> str | None:
     """None (not run) for a missing family or one without comparisons."""
     return fam.verdict if fam is not None and fam.rows else None
+
+
+def _steps(frame: pd.DataFrame) -> str:
+    """The training steps of the runs a row reads, as run (quick's 150 and full's 4,000 are both 'short' beside a
+    converged model, and the row says which)."""
+    steps = sorted({int(s) for s in frame["train.steps"]}) if "train.steps" in frame and len(frame) else []
+    if not steps:
+        return "a few thousand or fewer"
+    return f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,}–{steps[-1]:,}"
 
 
 def _why(fam: Family | None, setting: str = "", ahead: bool = False) -> list[str]:

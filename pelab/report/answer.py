@@ -370,10 +370,11 @@ class Facts:
     tokens: tuple[int, int]
     seeds: tuple[int, int]
     layers: tuple[int, ...]
-    #: concat_wide's parameters and FLOPs per token over add's at the same base width, per width
-    wide_cost: dict[int, tuple[float, float]]
-    #: concat_split's parameters over add's at the same width (< 1: the narrower token table)
-    split_params: dict[int, float]
+    #: concat_wide's parameters and FLOPs per token over add's at the same base width, per (task, width, scheme):
+    #: a learned table and a fixed one cost differently, so keying by width alone kept one scheme's ratio
+    wide_cost: dict[tuple[str, int, str], tuple[float, float]]
+    #: concat_split's parameters over add's at the same width (< 1: the narrower token table), keyed as above
+    split_params: dict[tuple[str, int, str], float]
     #: mean improvement of validation loss over the last fifth of training, per model kind (None: no curves)
     last_fifth: dict[str, float]
     #: the rates each base width's runs trained at (concat_wide's add at d + d/4 under d)
@@ -426,9 +427,9 @@ def answer_facts(ctx: ReportContext, points: Sequence[GapPoint]) -> Facts | None
         ratio_p = run["params"] / base["params"]
         ratio_f = run["flops_per_token"] / base["flops_per_token"]
         if combine == "concat_wide":
-            wide_cost[d] = (ratio_p, ratio_f)
+            wide_cost[task, d, scheme] = (ratio_p, ratio_f)
         elif combine == "concat_split":
-            split_params[d] = ratio_p
+            split_params[task, d, scheme] = ratio_p
     last: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         vals = [p.get("val_loss") for p in r["curve"]]

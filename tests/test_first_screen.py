@@ -600,3 +600,30 @@ def test_the_language_model_sentence_never_quotes_a_nope_model_that_did_not_lear
         "best here, did"
     )
     assert "73.3" not in text and "85.4" not in text
+
+
+def test_the_language_model_sentence_gives_every_width_not_the_first_alone() -> None:
+    """full's C18 (2026-11-29) read "causal ones were behind rotary, the best here, by 24.6% to 27.5%", d=32's
+    interval alone, where d=64's was 21.2% to 24.2%: every width whose NoPE model learned is said, each with its d,
+    and so are the NoPE arms' rows beside sinusoidal."""
+    log = math.log
+    at = {"task.name": "charlm", "model.position.scheme": "none"}
+    rows = [row("causal", "none + none", "rotary + none", log(lo), log(hi), NOT_SUPPORTED, metric="bpb",
+                a_runs=[f"n{d}"], b_runs=[f"r{d}"], where={**at, "model.d": d})
+            for d, lo, hi in ((64, 1.212, 1.242), (32, 1.246, 1.275))]  # fmt: skip
+    sin = [row("none vs sinusoidal", "none + none", "sinusoidal + add", log(lo), log(hi), NOT_SUPPORTED,
+               metric="bpb", a_runs=[f"n{d}"], b_runs=[f"s{d}"], where={**at, "model.d": d})
+           for d, lo, hi in ((32, 1.208, 1.228), (64, 1.193, 1.224))]  # fmt: skip
+    answer = answer_sentences([claim("C18", NOT_SUPPORTED, rows), claim("C7", NOT_SUPPORTED, sin)])[-1]
+    assert answer["text"] == (
+        "Language models without positions: causal ones were behind rotary, the best here, by 24.6% to 27.5% at d=32 "
+        "and 21.2% to 24.2% at d=64 in bits per byte"
+    )
+    assert answer["details"] == [
+        "Causal ones were also behind sinusoidal by 20.8% to 22.8% at d=32 and 19.3% to 22.4% at d=64 in bits per byte"
+    ]
+    # a width whose best scheme is another: each phrase in full, never merged under one name
+    rows[0] = {**rows[0], "b": "sinusoidal + add"}
+    text = answer_sentences([claim("C18", NOT_SUPPORTED, rows)])[-1]["text"]
+    assert "behind sinusoidal + add, the best here, by 21.2% to 24.2% in bits per byte" in text  # unmerged
+    assert "24.6%" not in text and "at d=" not in text  # d=32's gap to rotary is not said under sinusoidal's name

@@ -371,6 +371,23 @@ def versus(r: Mapping[str, Any], b: str | None = None) -> str:
     return f"within ±{size_text(r, r['resolution']['within'])} of {b}"
 
 
+def by_width(rows: Rows, b: str | None = None) -> str:
+    """``versus`` of each row, where rows at several widths read alike but for their numbers said once with each
+    width ("behind rotary by 24.6% to 27.5% at d=32 and 21.2% to 24.2% at d=64 in bits per byte"): quoting the first
+    width alone passed one model size's gap off as the half's (full's C18, 2026-11-29); else each phrase in full."""
+    texts = [versus(r, b) for r in rows]
+    if len(texts) == 1:
+        return texts[0]
+    heads = {t.split(" by ", 1)[0] for t in texts}
+    spans = [t.split(" by ", 1)[1] if " by " in t else "" for t in texts]
+    units = {sp.split(" in ", 1)[1] if " in " in sp else "" for sp in spans}
+    widths = [r.get("where", {}).get("model.d") for r in rows]
+    if len(heads) == 1 and units != {""} and len(units) == 1 and None not in widths and len(set(widths)) == len(rows):
+        said = [f"{sp.split(' in ', 1)[0]} at d={w}" for w, sp in sorted(zip(widths, spans, strict=True))]
+        return f"{heads.pop()} by {join_and(said)} in {units.pop()}"
+    return join_and(texts)
+
+
 def failed(r: Mapping[str, Any], side: str) -> bool:
     """A language-model arm of a claims.json row (``tables.row_records``) that did not learn: held-out loss above
     LM_LEARNED_SHARE of its context-free baseline's. False where the row does not say (not a language model)."""
@@ -391,11 +408,16 @@ def half_text(half: str, claim: Any, beside: Rows = ()) -> tuple[str, list[str]]
         if failed(r, nope_side):  # its failure is the claim's evidence, but the summary never quotes its numbers
             text = (f"{half} ones did not learn (held-out loss above {LM_LEARNED_SHARE:.0%} of the context-free "
                     f"model's) where {best}, the best here, did")  # fmt: skip
-        else:
-            text = f"{half} ones were {versus(r, f'{best}, the best here,')}"
-        nope = pair(r)[0]
-        others = [o for o in tested(beside) if o.get("resolution") and pair(o)[0] == nope and pair(o) != pair(r)]
-        also = [f"{half.capitalize()} ones were also " + join_and([versus(o) for o in others])] if others else []
+        else:  # every width whose NoPE arm learned against the same best scheme, not the first width alone
+            same = [
+                o for o in rows if arm_name(o["a" if nope_side == "b" else "b"]) == best and not failed(o, nope_side)
+            ]
+            text = f"{half} ones were {by_width(same, f'{best}, the best here,')}"
+            rows = same
+        nopes = {pair(o)[0] for o in rows}
+        said = {pair(o) for o in rows}
+        others = [o for o in tested(beside) if o.get("resolution") and pair(o)[0] in nopes and pair(o) not in said]
+        also = [f"{half.capitalize()} ones were also " + by_width(others)] if others else []
         return text, also
     verdict = next((v for name, v in (claim.halves or {}).items() if name.startswith(half)), None)
     return (f"{half} ones: {PHRASE.get(verdict, verdict)}", []) if verdict else None

@@ -154,6 +154,32 @@ def test_later_trainings_say_whether_the_rules_or_the_study_file_moved() -> None
     record["later"] = [*resumed, {**resumed[-1], "rules": {"sha256": "ef" * 32, "files": 41}}]
     line = pr.protocol_line(record, study)
     assert "3 later training(s), the last on 2026-11-29, under changed rules (rules sha256 efefefefefef…" in line
+    assert "recorded since 2026-11-29 10:00 UTC, commit 3333333)" in line  # where the rules read now were recorded
+
+
+def test_a_redesign_names_where_the_study_file_read_now_was_recorded() -> None:
+    """full's report (2026-11-29) named the first design's commit (3d7e375) and "changed study file", but not where
+    the design its language-model verdicts read was fixed (13:09, 6857f79, after a 12:45 redesign and resumes): the
+    line names the first entry of the last stretch under today's files, not a resume after it nor an older one."""
+    study = parse_study(STUDY)
+    first = {"rules": {"sha256": "ab" * 32, "files": 40}, "commit": "1" * 40, "rules_match_commit": True,
+             "pelab": "0.1.0", "study": {"sha256": "cd" * 32, "name": "frozen"}, "confirmatory": []}  # fmt: skip
+
+    def entry(commit: str, hour: int, study_sha: str) -> dict:
+        return {**first, "commit": commit * 40, "date": f"2026-11-29T{hour:02d}:09:25+00:00",
+                "study": {"sha256": study_sha * 32, "name": "frozen"}}  # fmt: skip
+
+    later = [
+        entry("2", 8, "cd"),
+        entry("3", 12, "88"),
+        entry("4", 13, "56"),
+        entry("5", 14, "56"),
+        entry("6", 21, "56"),
+    ]
+    record = {"format": 1, "fixed": "2026-11-29T05:52:00+00:00", **first, "later": later}
+    line = pr.protocol_line(record, study)
+    assert "under changed study file (rules sha256 abababababab…, study file sha256 565656565656…, recorded since " \
+           "2026-11-29 13:09 UTC, commit 4444444)" in line  # fmt: skip
 
 
 # --- which comparisons are confirmatory ---------------------------------------------------

@@ -222,7 +222,7 @@ def protocol_line(record: Mapping[str, Any] | None, study: Study, root: Path | N
         ]  # a resume on a later commit is recorded too: say which, if any, of the two a verdict rests on moved
         text += f"; {len(later)} later training(s), the last on {later[-1]['date'][:10]}, " + (
             f"under changed {' and '.join(moved)} (rules sha256 {_short(later[-1]['rules']['sha256'])}, study "
-            f"file sha256 {_short(later[-1]['study']['sha256'])})"
+            f"file sha256 {_short(later[-1]['study']['sha256'])}, {_since(later)})"
             if moved
             else "under the same rules and study file (a resume on another commit)"
         )
@@ -230,6 +230,24 @@ def protocol_line(record: Mapping[str, Any] | None, study: Study, root: Path | N
     text += f"; {n} confirmatory grid(s) declared" if n else "; no confirmatory grid: every comparison is exploratory"
     said = changes(record, study, root)
     return text + ("; " + "; ".join(said) if said else "")
+
+
+def _since(later: Sequence[Mapping[str, Any]]) -> str:
+    """ "recorded since 2026-11-29 13:09 UTC, commit 6857f79": the first later entry with the last one's rules and
+    study file, where the design a redesigned study's verdicts read was fixed (full's line named only the first
+    design's commit, which declared other seeds)."""
+
+    def files(e: Mapping[str, Any]) -> tuple[str, str]:
+        return e["rules"]["sha256"], e["study"]["sha256"]
+
+    # the first of the stretch of entries that ends the list: an earlier stretch under the same files is another epoch
+    start = len(later) - 1
+    while start > 0 and files(later[start - 1]) == files(later[-1]):
+        start -= 1
+    e = later[start]
+    when = e["date"][:16].replace("T", " ")
+    commit = e["commit"]
+    return f"recorded since {when} UTC" + (f", commit {commit[:7]}" if commit != NOT_GIT else "")
 
 
 def confirmatory_runs(

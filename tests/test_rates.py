@@ -146,17 +146,10 @@ def test_a_study_with_a_rate_grid_writes_its_report_with_the_fixed_rate_verdicts
     assert not [c.id for c in claims if c.verdict == "error"], [(c.id, c.key) for c in claims if c.verdict == "error"]
 
 
-PER_WIDTH = """
-seeds = [0, 1]
-[task]
-name = "reverse"
-length = 4
-[model]
-d = 16
-[train]
-steps = 2
-lr = 3e-3
-[[grid]]
+#: full's shape: each grid (width) its own two rates, drawn from one union
+PER_WIDTH = (
+    STUDY.split("[[grid]]")[0].replace("lr = [1e-3, 3e-3, 1e-2]", "lr = 3e-3")
+    + """[[grid]]
 name = "narrow"
 axes = { "model.combine" = ["add", "concat_split"] }
 set = { "model.d" = 16, "train.lr" = [3e-3, 1e-2] }
@@ -165,6 +158,7 @@ name = "wide"
 axes = { "model.combine" = ["add", "concat_split"] }
 set = { "model.d" = 32, "train.lr" = [1e-3, 3e-3] }
 """
+)
 
 
 def test_rate_lists_per_grid_are_named_as_each_arm_tried_them_not_as_their_union() -> None:

@@ -78,6 +78,11 @@ def test_the_protocol_is_written_once_and_keeps_its_history(tmp_path: Path) -> N
     assert [e["study"]["sha256"] for e in again["later"]] == [pr.text_sha256(changed.source)]
     assert again["later"][0]["date"] == "2026-11-29T10:00:00+00:00"
     assert pr.read_protocol(folder) == again
+    # a received folder's later entry whose commit is not text: one line, not a crash in the report's protocol line
+    bad = {**again, "later": [{**again["later"][0], "commit": 12345}]}
+    (folder / pr.RECORD).write_text(json.dumps(bad))
+    with pytest.raises(PelabError, match="is not a protocol pelab wrote .TypeError: an entry's date, commit"):
+        pr.read_protocol(folder)
     (folder / pr.RECORD).write_text("{not json")
     with pytest.raises(PelabError, match="is not a protocol pelab wrote"):
         pr.read_protocol(folder)

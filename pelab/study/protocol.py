@@ -136,8 +136,12 @@ def read_protocol(folder: Path) -> dict[str, Any] | None:
         record = json.loads(path.read_text())
         if not isinstance(record, dict) or record.get("format") != FORMAT:
             raise ValueError(f"format {record.get('format') if isinstance(record, dict) else None!r}")
-        for e in entries(record):
-            str(e["date"]), str(e["rules"]["sha256"]), str(e["study"]["sha256"]), list(e["confirmatory"])
+        for e in entries(record):  # what the report's protocol line prints, of every entry (``_since``): text
+            if not all(
+                isinstance(x, str) for x in (e["date"], e["commit"], e["rules"]["sha256"], e["study"]["sha256"])
+            ):
+                raise TypeError("an entry's date, commit and sha256s must be text")
+            list(e["confirmatory"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise PelabError(f"out: {path} is not a protocol pelab wrote ({type(e).__name__}: {e})") from None
     return record

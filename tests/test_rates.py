@@ -191,3 +191,9 @@ def test_the_rates_section_counts_an_edge_of_the_rates_each_arm_tried(tmp_path) 
     assert "4 arms each trained at the 2 rates of its own list" in text
     assert "4 of 4 arms kept the smallest or largest rate they tried (each tried two" in text
     assert "left out of that check" not in text  # every arm tried 3e-3, the fixed check's rate
+    # lists without a shared rate: the check's rate (the union's lower middle, 3e-3) is not one the narrow arms tried
+    apart = parse_study(PER_WIDTH.replace("[3e-3, 1e-2]", "[1e-2, 3e-2]"))
+    assert run_study(apart, tmp_path / "apart", workers=1, quiet=True).failed == 0
+    _, md, _ = build_report(tmp_path / "apart")
+    assert "At the single fixed rate 0.003 (the middle one tried) (2 arms did not train at 0.003 and are left out of " \
+           "that check)" in md.read_text()  # fmt: skip

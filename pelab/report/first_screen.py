@@ -348,16 +348,20 @@ def arm_name(label: str) -> str:
     return label.removesuffix(" + none")
 
 
+def oriented(r: Mapping[str, Any]) -> tuple[str, float, float]:
+    """The arm set against the one without positions, and the row's interval from the latter's side (positive: it is
+    ahead); read from B's side where B is that arm (a log-ratio turns round exactly)."""
+    lo, hi = r["resolution"]["lo"], r["resolution"]["hi"]
+    if arm_name(r["b"]).startswith("none") and not arm_name(r["a"]).startswith("none"):
+        return arm_name(r["a"]), -hi, -lo
+    return arm_name(r["b"]), lo, hi
+
+
 def versus(r: Mapping[str, Any], b: str | None = None) -> str:
     """ "behind rotary by 6.5% to 10.2% in bits per byte", "ahead of learned by …", "within ±0.9% … of sinusoidal":
     where the arm without positions stands against the other by the row's interval (oriented: positive, A better;
     read from B's side where B is that arm, as in C18's masked half)."""
-    lo, hi = r["resolution"]["lo"], r["resolution"]["hi"]
-    if arm_name(r["b"]).startswith("none") and not arm_name(r["a"]).startswith("none"):
-        other = arm_name(r["a"])
-        lo, hi = -hi, -lo  # read from the other side (a log-ratio turns round exactly)
-    else:
-        other = arm_name(r["b"])
+    other, lo, hi = oriented(r)
     b = b or other.split(" + ")[0]  # the scheme: "sinusoidal + add" reads "sinusoidal"
     if metric(r["metric"]).relative and max(abs(lo), abs(hi)) <= LOG_MARGIN:  # a gap inside the margin
         how = "ahead by" if lo > 0 else "behind by" if hi < 0 else "within"
@@ -372,20 +376,28 @@ def versus(r: Mapping[str, Any], b: str | None = None) -> str:
 
 
 def by_width(rows: Rows, b: str | None = None) -> str:
-    """``versus`` of each row, where rows at several widths read alike but for their numbers said once with each
-    width ("behind rotary by 24.6% to 27.5% at d=32 and 21.2% to 24.2% at d=64 in bits per byte"): quoting the first
-    width alone passed one model size's gap off as the half's (full's C18, 2026-11-29); else each phrase in full."""
-    texts = [versus(r, b) for r in rows]
-    if len(texts) == 1:
-        return texts[0]
-    heads = {t.split(" by ", 1)[0] for t in texts}
-    spans = [t.split(" by ", 1)[1] if " by " in t else "" for t in texts]
-    units = {sp.split(" in ", 1)[1] if " in " in sp else "" for sp in spans}
-    widths = [r.get("where", {}).get("model.d") for r in rows]
-    if len(heads) == 1 and units != {""} and len(units) == 1 and None not in widths and len(set(widths)) == len(rows):
-        said = [f"{sp.split(' in ', 1)[0]} at d={w}" for w, sp in sorted(zip(widths, spans, strict=True))]
-        return f"{heads.pop()} by {join_and(said)} in {units.pop()}"
-    return join_and(texts)
+    """``versus`` of each row; rows at several widths on one side of the same arm, beyond the margin, said once with
+    each width ("behind rotary by 24.6% to 27.5% at d=32 and 21.2% to 24.2% at d=64 in bits per byte"): quoting the
+    first width alone passed one model size's gap off as the half's (full's C18, 2026-11-29)."""
+    return (len(rows) > 1 and _merged(rows, b)) or join_and([versus(r, b) for r in rows])
+
+
+def _merged(rows: Rows, b: str | None) -> str | None:
+    """The rows' gaps in one phrase, as ``versus`` words each, where every row is a relative metric's, at its own
+    width, past zero and the margin on the same side of the same arm; else None."""
+    heads, labels, spans = set(), set(), []
+    for r in rows:
+        m, d = metric(r["metric"]), r.get("where", {}).get("model.d")
+        other, lo, hi = oriented(r)
+        if not m.relative or d is None or lo <= 0 <= hi or max(abs(lo), abs(hi)) <= LOG_MARGIN:
+            return None
+        near, far = (lo, hi) if lo > 0 else (-hi, -lo)
+        heads.add(f"{'ahead of' if lo > 0 else 'behind'} {b or other.split(' + ')[0]}")
+        labels.add(m.label)
+        spans.append((d, span_text(r, near, far).removesuffix(f" in {m.label}")))  # ``size_text``'s relative form
+    if len(heads) != 1 or len(labels) != 1 or len({d for d, _ in spans}) != len(spans):
+        return None
+    return f"{heads.pop()} by {join_and([f'{sp} at d={d}' for d, sp in sorted(spans)])} in {labels.pop()}"
 
 
 def failed(r: Mapping[str, Any], side: str) -> bool:
@@ -406,16 +418,14 @@ def half_text(half: str, claim: Any, beside: Rows = ()) -> tuple[str, list[str]]
         nope_side = "b" if arm_name(r["b"]).startswith("none") else "a"
         best = arm_name(r["a" if nope_side == "b" else "b"])
         if failed(r, nope_side):  # its failure is the claim's evidence, but the summary never quotes its numbers
+            read = [r]
             text = (f"{half} ones did not learn (held-out loss above {LM_LEARNED_SHARE:.0%} of the context-free "
                     f"model's) where {best}, the best here, did")  # fmt: skip
         else:  # every width whose NoPE arm learned against the same best scheme, not the first width alone
-            same = [
-                o for o in rows if arm_name(o["a" if nope_side == "b" else "b"]) == best and not failed(o, nope_side)
-            ]
-            text = f"{half} ones were {by_width(same, f'{best}, the best here,')}"
-            rows = same
-        nopes = {pair(o)[0] for o in rows}
-        said = {pair(o) for o in rows}
+            read = [o for o in rows if oriented(o)[0] == best and not failed(o, nope_side)]
+            text = f"{half} ones were {by_width(read, f'{best}, the best here,')}"
+        nopes = {pair(o)[0] for o in read}
+        said = {pair(o) for o in read}
         others = [o for o in tested(beside) if o.get("resolution") and pair(o)[0] in nopes and pair(o) not in said]
         also = [f"{half.capitalize()} ones were also " + by_width(others)] if others else []
         return text, also

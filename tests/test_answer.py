@@ -316,3 +316,40 @@ def test_full_24_cells_fit_the_first_screen_and_the_caption_names_the_cells_with
         "the context-free model's): concat_split vs add (same width): masked d=128 sinusoidal; concat_wide vs add at "
         "its width: masked d=128 learned and sinusoidal."
     )
+
+
+def scored(run_id: str, seed: int, bpb: float) -> dict:
+    return {"run_id": run_id, "status": "done", "metrics": {"bpb": bpb}, "config": {"seed": seed}}
+
+
+def test_an_undecided_point_says_how_far_its_seeds_disagree_and_what_fitting_the_margin_takes() -> None:
+    """The spread is read from the runs (paired by seed; a seed without its pair is left out), the seeds needed from
+    the t quantile at the row's level: the fewest n whose half-width fits log(1.02), checked at n and n − 1."""
+    a = [2.00, 2.10, 2.40, 1.95, 2.05, 9.0]
+    b = [2.00, 2.00, 2.00, 2.00, 2.00]  # seed 5 has no add run
+    rows = [scored(f"a{s}", s, v) for s, v in enumerate(a)] + [scored(f"b{s}", s, v) for s, v in enumerate(b)]
+    point = answer.GapPoint("masked", "concat_split vs add", "learned", 32, 0, -0.1, 0.2, INCONCLUSIVE, False, 5,
+                            0.95, [f"a{s}" for s in range(6)], [f"b{s}" for s in range(5)])  # fmt: skip
+    sd = float(np.std(np.log(np.array(a[:5]) / np.array(b)), ddof=1))
+    assert answer.seed_spread(point, rows) == pytest.approx(sd)
+    n = answer.seeds_to_fit(sd, 0.95)
+    margin = math.log(1.02)
+    assert n is not None and st.t.ppf(0.975, n - 1) * sd / math.sqrt(n) <= margin
+    assert st.t.ppf(0.975, n - 2) * sd / math.sqrt(n - 1) > margin
+    assert answer.seeds_to_fit(sd, 0.995) > n  # a stricter level needs more
+    assert answer.seeds_to_fit(1e-6, 0.95) == 2 and answer.seeds_to_fit(5.0, 0.95) is None
+    # a decided masked point beside it, with seeds that agree; a causal point decided alone adds nothing
+    tight = [scored(f"c{s}", s, 2.0 + 0.01 * s) for s in range(5)] + [scored(f"d{s}", s, 2.0) for s in range(5)]
+    done = dataclasses.replace(point, verdict=NOT_SUPPORTED, a_runs=[f"c{s}" for s in range(5)],
+                               b_runs=[f"d{s}" for s in range(5)])  # fmt: skip
+    causal = dataclasses.replace(done, kind="causal")
+    tight_sd = float(np.std(np.log([1 + 0.005 * s for s in range(5)]), ddof=1))
+    got = answer.undecided_sentence([point, done, causal], rows + tight)
+    assert got == (
+        f" Undecided (hollow) points: masked, 1: their seeds disagree (the per-seed gap's standard deviation is "
+        f"{100 * math.expm1(sd):.1f}%; the decided ones' {100 * math.expm1(tight_sd):.1f}%), so an interval at the "
+        f"level each was read at fits inside ±2% only with at least {n} seeds, even if the true gap were zero."
+    )
+    assert answer.undecided_sentence([done, causal], rows + tight) == ""
+    # runs stored without the metric: nothing to say
+    assert answer.undecided_sentence([point], [{**r, "metrics": {}} for r in rows]) == ""

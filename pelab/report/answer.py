@@ -240,7 +240,64 @@ def gap_figure(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Figure | No
     if missing:
         caption += (f" No point where an arm did not learn (held-out loss above {LM_LEARNED_SHARE:.0%} of the "
                     f"context-free model's): {missing}.")  # fmt: skip
+    caption += undecided_sentence(points, ctx.rows)
     return Figure("Concatenating against adding in language models", path, caption)
+
+
+def seed_spread(point: GapPoint, rows: Sequence[Mapping[str, Any]], metric: str = "bpb") -> float | None:
+    """The standard deviation over seeds of the per-seed log-ratio log(A / B) of ``metric``, read from the stored
+    runs themselves (not back from the interval); None with fewer than 2 paired seeds."""
+    by_id = {r["run_id"]: r for r in rows}
+    sides: dict[str, dict[int, float]] = {"a": {}, "b": {}}
+    for side, ids in (("a", point.a_runs), ("b", point.b_runs)):
+        for run_id in ids:
+            r = by_id.get(run_id)
+            value = (r.get("metrics") or {}).get(metric) if r is not None and r.get("status") == "done" else None
+            if value is not None and value > 0:
+                sides[side][int(r["config"]["seed"])] = float(value)
+    logs = [math.log(sides["a"][s] / sides["b"][s]) for s in sorted(sides["a"].keys() & sides["b"].keys())]
+    return float(np.std(logs, ddof=1)) if len(logs) >= 2 else None
+
+
+#: The most seeds ``seeds_to_fit`` looks for; beyond it the sentence says "more than".
+MOST_SEEDS = 1000
+
+
+def seeds_to_fit(sd: float, level: float, margin: float = math.log1p(RELATIVE_MARGIN)) -> int | None:
+    """The fewest seeds whose t-interval at ``level`` (the level the row's verdict read) is no wider than
+    ±``margin`` on a log-ratio whose per-seed spread is ``sd``: what an interval needs to fit inside the margin
+    even where the true gap is zero (any gap needs more). Why: an undecided row says what buying it would cost.
+    None beyond ``MOST_SEEDS``."""
+    for n in range(2, MOST_SEEDS + 1):
+        if st.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n) <= margin:
+            return n
+    return None
+
+
+def undecided_sentence(points: Sequence[GapPoint], rows: Sequence[Mapping[str, Any]]) -> str:
+    """Why the hollow points are hollow, per model kind: how far their seeds disagree (the per-seed gap's standard
+    deviation, beside the decided points' of the same kind) and the fewest seeds that would fit an interval inside
+    the margin at that spread. "" where every point was decided or no run carries the metric."""
+    out = []
+    for kind in KINDS.values():
+        mine = [p for p in points if p.kind == kind]
+        open_ = [(p, seed_spread(p, rows)) for p in mine if not p.decided]
+        open_ = [(p, sd) for p, sd in open_ if sd is not None]
+        if not open_:
+            continue
+        sds = [100 * math.expm1(sd) for _, sd in open_]
+        need = [seeds_to_fit(sd, p.level) for p, sd in open_]
+        closed = [sd for sd in (seed_spread(p, rows) for p in mine if p.decided) if sd is not None]
+        beside = f"; the decided ones' {_span([100 * math.expm1(sd) for sd in closed])}" if closed else ""
+        known = [n for n in need if n is not None]
+        fewest = (f"at least {min(known)}" if min(known) == max(known) else f"{min(known)} to {max(known)}") if known \
+            else f"more than {MOST_SEEDS}"  # fmt: skip
+        if known and len(known) < len(need):
+            fewest += f" (more than {MOST_SEEDS} for {len(need) - len(known)})"
+        out.append(f"{kind}, {len(open_)}: their seeds disagree (the per-seed gap's standard deviation is "
+                   f"{_span(sds)}{beside}), so an interval at the level each was read at fits inside "
+                   f"±{100 * RELATIVE_MARGIN:g}% only with {fewest} seeds, even if the true gap were zero")  # fmt: skip
+    return (" Undecided (hollow) points: " + "; ".join(out) + ".") if out else ""
 
 
 def _along_panel(

@@ -276,8 +276,9 @@ def seeds_to_fit(sd: float, level: float, margin: float = math.log1p(RELATIVE_MA
 
 def undecided_sentence(points: Sequence[GapPoint], rows: Sequence[Mapping[str, Any]]) -> str:
     """Why the hollow points are hollow, per model kind: how far their seeds disagree (the per-seed gap's standard
-    deviation, beside the decided points' of the same kind) and the fewest seeds that would fit an interval inside
-    the margin at that spread. "" where every point was decided or no run carries the metric."""
+    deviation, as 100 x the log-ratio's, beside the decided points' of the same kind) and the fewest seeds that
+    would fit an interval inside the margin at that spread. "" where every point was decided or no run carries the
+    metric."""
     out = []
     for kind in KINDS.values():
         mine = [p for p in points if p.kind == kind]
@@ -285,10 +286,10 @@ def undecided_sentence(points: Sequence[GapPoint], rows: Sequence[Mapping[str, A
         open_ = [(p, sd) for p, sd in open_ if sd is not None]
         if not open_:
             continue
-        sds = [100 * math.expm1(sd) for _, sd in open_]
+        sds = [100 * sd for _, sd in open_]
         need = [seeds_to_fit(sd, p.level) for p, sd in open_]
         closed = [sd for sd in (seed_spread(p, rows) for p in mine if p.decided) if sd is not None]
-        beside = f"; the decided ones' {_span([100 * math.expm1(sd) for sd in closed])}" if closed else ""
+        beside = f"; the decided ones' {_span([100 * sd for sd in closed])}" if closed else ""
         known = [n for n in need if n is not None]
         fewest = (f"at least {min(known)}" if min(known) == max(known) else f"{min(known)} to {max(known)}") if known \
             else f"more than {MOST_SEEDS}"  # fmt: skip

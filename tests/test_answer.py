@@ -347,8 +347,9 @@ def test_an_undecided_point_says_how_far_its_seeds_disagree_and_what_fitting_the
     got = answer.undecided_sentence([point, done, causal], rows + tight)
     assert got == (
         f" Undecided (hollow) points: masked, 1: their seeds disagree (the per-seed gap's standard deviation is "
-        f"{100 * sd:.1f}%; the decided ones' {100 * tight_sd:.1f}%), so an interval at the "
-        f"level each was read at fits inside ±2% only with at least {n} seeds, even if the true gap were zero."
+        f"{100 * sd:.1f}%; the decided ones' {100 * tight_sd:.1f}%), so an interval at the level each was read at "
+        f"would fit inside ±2% only from about {n} seeds (a rough floor: it takes this spread as the true one and "
+        f"the true gap as zero)."
     )
     assert answer.undecided_sentence([done, causal], rows + tight) == ""
     # runs stored without the metric: nothing to say

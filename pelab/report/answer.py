@@ -266,8 +266,9 @@ MOST_SEEDS = 1000
 def seeds_to_fit(sd: float, level: float, margin: float = math.log1p(RELATIVE_MARGIN)) -> int | None:
     """The fewest seeds whose t-interval at ``level`` (the level the row's verdict read) is no wider than
     ±``margin`` on a log-ratio whose per-seed spread is ``sd``: what an interval needs to fit inside the margin
-    even where the true gap is zero (any gap needs more). Why: an undecided row says what buying it would cost.
-    None beyond ``MOST_SEEDS``."""
+    where the true gap is zero and ``sd`` is the true spread (a rough floor: an estimate from 5 seeds can be off by
+    a factor of two either way, and half the intervals of that size would still overhang). Why: an undecided row
+    says what buying it would cost. None beyond ``MOST_SEEDS``."""
     for n in range(2, MOST_SEEDS + 1):
         if st.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n) <= margin:
             return n
@@ -291,13 +292,14 @@ def undecided_sentence(points: Sequence[GapPoint], rows: Sequence[Mapping[str, A
         closed = [sd for sd in (seed_spread(p, rows) for p in mine if p.decided) if sd is not None]
         beside = f"; the decided ones' {_span([100 * sd for sd in closed])}" if closed else ""
         known = [n for n in need if n is not None]
-        fewest = (f"at least {min(known)}" if min(known) == max(known) else f"{min(known)} to {max(known)}") if known \
+        fewest = (f"{min(known)}" if min(known) == max(known) else f"{min(known)} to {max(known)}") if known \
             else f"more than {MOST_SEEDS}"  # fmt: skip
         if known and len(known) < len(need):
             fewest += f" (more than {MOST_SEEDS} for {len(need) - len(known)})"
         out.append(f"{kind}, {len(open_)}: their seeds disagree (the per-seed gap's standard deviation is "
-                   f"{_span(sds)}{beside}), so an interval at the level each was read at fits inside "
-                   f"±{100 * RELATIVE_MARGIN:g}% only with {fewest} seeds, even if the true gap were zero")  # fmt: skip
+                   f"{_span(sds)}{beside}), so an interval at the level each was read at would fit inside "
+                   f"±{100 * RELATIVE_MARGIN:g}% only from about {fewest} seeds (a rough floor: it takes this "
+                   f"spread as the true one and the true gap as zero)")  # fmt: skip
     return (" Undecided (hollow) points: " + "; ".join(out) + ".") if out else ""
 
 

@@ -216,7 +216,14 @@ def carry(folder: Path, to: Path) -> None:
         raise SystemExit(f"carry: {e}") from None
 
 
-def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall: str) -> Path:
+#: How the study was run, where nothing else is said: the README's install on a fresh clone, in one go.
+FRESH = "from a fresh clone, the README's install"
+
+
+def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall: str, setup: str = FRESH) -> Path:
+    """The page, from a finished study folder. ``setup`` says how the runs came about where it was not the
+    README's install on a fresh clone (a study resumed over sittings from a carried database), so the command row
+    does not claim a fresh clone it never had."""
     from pelab.study.folder import StudyFolder
 
     StudyFolder(folder).check()  # a received folder: a link or FIFO where pelab keeps a file is refused, not read
@@ -236,7 +243,7 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
     provenance = [
         "| | |",
         "|---|---|",
-        f"| command | `{command}` (from a fresh clone, the README's install) |",
+        f"| command | `{command}` ({setup}) |",
         f"| commit | `{commit}` |",
         f"| CPU | {cpu} |",
         f"| wall time | {wall} |",
@@ -255,7 +262,9 @@ def write_page(folder: Path, to: Path, command: str, commit: str, cpu: str, wall
     page = [
         "# What pelab finds at the full budget",
         "",
-        "The full preset's study (`pelab/presets/full.toml`), from a fresh clone, and its report's first "
+        "The full preset's study (`pelab/presets/full.toml`)"
+        + (", from a fresh clone," if setup == FRESH else "")
+        + " and its report's first "
         "screen and verdicts, unedited. Verdicts hold at this scale only (small models, short training, 2 CPU "
         "cores); rerun it to check them, or change the preset to ask your own question. "
         "tests/test_docs_results.py fails when the code no longer computes these runs' ids and the page does not "
@@ -290,6 +299,7 @@ def main() -> None:
     p.add_argument("--commit")
     p.add_argument("--cpu")
     p.add_argument("--wall")
+    p.add_argument("--setup", default=FRESH, help=f"how the runs came about (default: {FRESH})")
     p.add_argument("--out-of-date", metavar="WHY", help="only mark the page out of date (what changed, a sentence)")
     p.add_argument(
         "--carry",
@@ -310,7 +320,7 @@ def main() -> None:
         return
     if a.folder is None or None in (a.command, a.commit, a.cpu, a.wall):
         p.error("a study folder and --command, --commit, --cpu and --wall are needed to write the page")
-    print(write_page(a.folder, a.to, a.command, a.commit, a.cpu, a.wall))
+    print(write_page(a.folder, a.to, a.command, a.commit, a.cpu, a.wall, a.setup))
 
 
 if __name__ == "__main__":

@@ -259,3 +259,25 @@ def test_a_running_study_is_carried_as_its_database_protocol_and_design(tmp_path
     assert r.returncode == 1 and "runs changed since its measures were kept" in r.stderr
     r = subprocess.run([sys.executable, script, "--carry", str(tmp_path / "to")], capture_output=True, text=True)
     assert r.returncode == 2 and "--carry needs the study folder" in r.stderr
+
+
+def test_the_page_says_how_its_runs_came_about(tmp_path: Path) -> None:
+    """The command row says "from a fresh clone" only where the runs were that; a study resumed over sittings from a
+    carried database says so instead, and the opening sentence then claims no fresh clone either."""
+    import sqlite3
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "report.md").write_text("# x\n\n## What this run says\n\nanswer\n\n## C1 · a\n\nrow\n")
+    (folder / "claims.json").write_text("[]")
+    with sqlite3.connect(folder / "results.sqlite") as conn:
+        conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, config TEXT, status TEXT, metrics TEXT)")
+    maker = _maker()
+    fresh = maker.write_page(folder, tmp_path / "a", "pelab study --preset full", "abc", "cpu", "1 min").read_text()
+    assert "| command | `pelab study --preset full` (from a fresh clone, the README's install) |" in fresh
+    assert "(`pelab/presets/full.toml`), from a fresh clone, and its report's" in fresh
+    carried = maker.write_page(folder, tmp_path / "b", "pelab study --preset full", "abc", "cpu", "1 min",
+                               setup="resumed in nine sittings from one carried database").read_text()  # fmt: skip
+    assert "| command | `pelab study --preset full` (resumed in nine sittings from one carried database) |" in carried
+    assert "fresh clone" not in carried
+    assert "(`pelab/presets/full.toml`) and its report's first screen" in carried

@@ -5,19 +5,18 @@ report keeps, and its spreads are checked here against numbers computed by hand.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 import statistics
 from pathlib import Path
 
 import pytest
 from scipy import stats
+from scripts import load_script
 
 from pelab.study.driver import run_study
 from pelab.study.grid import parse_study
 from pelab.study.store import Store
 
-BENCH = Path(__file__).parents[1] / "bench" / "eval_noise.py"
 STUDY = """name = "eval noise"
 seeds = [900, 901, 902]
 [task]
@@ -40,11 +39,7 @@ axes = { "model.combine" = ["add", "concat_split"] }
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("eval_noise", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/eval_noise.py")
 
 
 def test_rescoring_reproduces_the_stored_sample_then_caches(tmp_path: Path, monkeypatch) -> None:

@@ -4,16 +4,15 @@ on."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 from pelab.records import RunResult
 from pelab.study.grid import parse_study
 from pelab.study.store import Store
 
-BENCH = Path(__file__).parents[1] / "bench" / "lm_flatness.py"
 STUDY = """name = "flatness"
 seeds = [700]
 [task]
@@ -33,11 +32,7 @@ axes = { "task.name" = ["charlm", "mlm", "reverse"] }
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("lm_flatness", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/lm_flatness.py")
 
 
 def test_the_table_reads_each_language_model_run_as_the_report_does(tmp_path: Path) -> None:

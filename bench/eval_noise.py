@@ -10,7 +10,9 @@ sample (drawn by another generator, the same for every arm of a seed, so still p
 study's own sample gives back the stored bits per byte exactly. Each arm is read at its stored rate choice (lowest
 mean validation loss over seeds, as the report chooses). For each cell (concat_split against add at one width;
 concat_wide against add at its width) it prints the standard deviation over seeds of the paired log-ratio of bits
-per byte on the stored sample and on the larger one, and the share of the variance that the larger sample removed.
+per byte on the stored sample and on the larger one, the share of the variance that the larger sample removed, and
+the fewest seeds whose 95% interval would fit inside ±2% at the larger sample's spread (the report's rough floor:
+it takes that spread as the true one and the true gap as zero).
 
 It prints spreads and interval half-widths, never a difference's sign: it is read to size the next design (its
 seeds and its test sample), not to decide a claim, and reading it on a study whose verdicts were read is
@@ -29,6 +31,7 @@ from pathlib import Path
 import torch
 from scipy import stats
 
+from pelab.report.answer import MOST_SEEDS, seeds_to_fit  # the report's own floor
 from pelab.study.folder import StudyFolder
 from pelab.tasks import task_class
 from pelab.train import evaluate
@@ -133,8 +136,9 @@ def main() -> None:
         f"{a.task}{f' at {a.steps} steps' if a.steps else ''}: paired log-ratio of bits per byte over seeds, "
         f"stored test sample against {a.batches} batches"
     )
-    print("| cell | scheme | seeds | sd stored | sd larger | ±95% stored | ±95% larger | variance removed |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| cell | scheme | seeds | sd stored | sd larger | ±95% stored | ±95% larger | variance removed | "
+          "seeds for ±2% |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     widths = sorted({d for d, _, c in arms if c == "concat_split"})
     for d in widths:
         wide = d + d // 4
@@ -147,8 +151,9 @@ def main() -> None:
                 n, sd0, h0 = spread(arms[x], arms[y], "bpb")
                 _, sd1, h1 = spread(arms[x], arms[y], "bpb_big")
                 gone = 1 - (sd1 / sd0) ** 2 if sd0 else float("nan")
+                need = seeds_to_fit(sd1 / 100, 0.95)
                 print(f"| d={d}: {name} | {scheme} | {n} | {sd0:.2f}% | {sd1:.2f}% | {h0:.2f}% | {h1:.2f}% | "
-                      f"{gone:.0%} |")  # fmt: skip
+                      f"{gone:.0%} | {need or f'> {MOST_SEEDS}'} |")  # fmt: skip
     print("\nEach arm alone (unpaired): coefficient of variation of bits per byte over seeds, on the larger sample")
     print("| d | scheme | combine | rate kept | seeds | cv |")
     print("|---|---|---|---|---|---|")

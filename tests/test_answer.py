@@ -354,3 +354,24 @@ def test_an_undecided_point_says_how_far_its_seeds_disagree_and_what_fitting_the
     assert answer.undecided_sentence([done, causal], rows + tight) == ""
     # runs stored without the metric: nothing to say
     assert answer.undecided_sentence([point], [{**r, "metrics": {}} for r in rows]) == ""
+
+
+def test_a_sequential_row_is_sized_at_the_nominal_level_its_interval_was_read_at() -> None:
+    """Under a sequential design a row's interval is read at its last look's nominal level, stricter than the 95% it
+    records; the seeds it would need are counted at that level, so the floor is not understated."""
+    from pelab.study.sequential import Looks
+
+    looks = Looks((5, 10), 10, "pocock")
+    row = lm_row("concat_split vs add", 32, "learned", -0.1, 0.2, INCONCLUSIVE, task="mlm") | {"looks": looks.record()}
+    nominal = looks.nominal_level(0.95)
+    assert 0.95 < nominal < 1 and answer.read_level(row) == pytest.approx(nominal)
+    assert answer.read_level({**row, "looks": None}) == 0.95
+    (point,) = gap_points(claims_of([row]), frame_of([row]))
+    assert point.read_level == pytest.approx(nominal)
+    rows = [scored(r, i, 2.0 + 0.1 * (i % 3)) for i, r in enumerate(row["a_runs"])]
+    rows += [scored(r, i, 2.0) for i, r in enumerate(row["b_runs"])]
+    sd = answer.seed_spread(point, rows)
+    assert sd is not None
+    n = answer.seeds_to_fit(sd, nominal)
+    assert n is not None and n > answer.seeds_to_fit(sd, 0.95)
+    assert f"from about {n} seeds" in answer.undecided_sentence([point], rows)

@@ -27,6 +27,7 @@ from pelab.report.context import ReportContext
 from pelab.report.registry import ClaimResult, Figure
 from pelab.report.summary import join_and
 from pelab.rules import LM_LEARNED_SHARE, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED
+from pelab.study.sequential import Looks
 
 #: Language-model tasks (``first_screen.LM_TASKS``), and the kind of model each trains.
 KINDS = {"charlm": "causal", "mlm": "masked"}
@@ -67,6 +68,9 @@ class GapPoint:
     #: the row's protocol reading: "confirmatory" (a confirmatory grid read by the rules it was trained under) or
     #: "exploratory"; "" in a claims.json written before rows carried it
     protocol: str = ""
+    #: the level the interval was read at: ``level`` with fixed seeds, the last look's nominal level under a
+    #: sequential design (a repeated confidence interval); 0 where not given (then ``level``)
+    read_level: float = 0.0
 
     @property
     def decided(self) -> bool:
@@ -102,6 +106,14 @@ def _lm_rows(claims: Sequence[ClaimResult], frame: Any) -> Iterator[tuple[Mappin
             yield r, kind, int(width.get(first, where.get("model.d", 0)) or 0)
 
 
+def read_level(row: Mapping[str, Any]) -> float:
+    """The level a claims.json row's interval was read at: its ``level``, or under a sequential design the nominal
+    level of its last look (``Test.read_level``), which is stricter."""
+    level = float(row.get("level", 0.95))
+    looks = row.get("looks")
+    return Looks.from_record(looks).nominal_level(level) if looks else level
+
+
 def gap_points(claims: Sequence[ClaimResult], frame: Any) -> list[GapPoint]:
     """C6's language-model rows that read an interval, as points."""
     c6 = next((c for c in claims if c.id == "C6"), None)
@@ -130,6 +142,7 @@ def gap_points(claims: Sequence[ClaimResult], frame: Any) -> list[GapPoint]:
                 a_runs=list(r["a_runs"]),
                 b_runs=list(r["b_runs"]),
                 protocol=str(r.get("reading", "")),
+                read_level=read_level(r),
             )
         )
     return sorted(out, key=lambda p: (list(KINDS.values()).index(p.kind), p.pairing, p.scheme, p.d))
@@ -288,7 +301,7 @@ def undecided_sentence(points: Sequence[GapPoint], rows: Sequence[Mapping[str, A
         if not open_:
             continue
         sds = [100 * sd for _, sd in open_]
-        need = [seeds_to_fit(sd, p.level) for p, sd in open_]
+        need = [seeds_to_fit(sd, p.read_level or p.level) for p, sd in open_]
         closed = [sd for sd in (seed_spread(p, rows) for p in mine if p.decided) if sd is not None]
         beside = f"; the decided ones' {_span([100 * sd for sd in closed])}" if closed else ""
         known = [n for n in need if n is not None]

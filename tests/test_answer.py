@@ -171,6 +171,8 @@ def test_along_training_is_the_mean_log_ratio_with_its_t_band() -> None:
     half = st.t.ppf(0.975, 3) * logs.std(axis=0, ddof=1) / 2
     assert np.allclose(got.mean, logs.mean(axis=0)) and np.allclose(got.hi, logs.mean(axis=0) + half)
     assert got.tokens == tuple(10.0 * (i + 1) * 32 * 64 for i in range(6))
+    # runs stored without a curve: no band
+    assert along_training(point, [{**r, "curve": []} for r in rows]) is None
     # runs whose curves carry no validation loss (trained before curves had it): no band
     for r in rows:
         for p in r["curve"]:
@@ -364,10 +366,9 @@ def test_a_sequential_row_is_sized_at_the_nominal_level_its_interval_was_read_at
     looks = Looks((5, 10), 10, "pocock")
     row = lm_row("concat_split vs add", 32, "learned", -0.1, 0.2, INCONCLUSIVE, task="mlm") | {"looks": looks.record()}
     nominal = looks.nominal_level(0.95)
-    assert 0.95 < nominal < 1 and answer.read_level(row) == pytest.approx(nominal)
-    assert answer.read_level({**row, "looks": None}) == 0.95
     (point,) = gap_points(claims_of([row]), frame_of([row]))
-    assert point.read_level == pytest.approx(nominal)
+    assert 0.95 < nominal < 1 and point.read_level == pytest.approx(nominal)
+    assert dataclasses.replace(point, looks=None).read_level == 0.95
     rows = [scored(r, i, 2.0 + 0.1 * (i % 3)) for i, r in enumerate(row["a_runs"])]
     rows += [scored(r, i, 2.0) for i, r in enumerate(row["b_runs"])]
     sd = answer.seed_spread(point, rows)

@@ -26,7 +26,7 @@ from scipy import stats as st
 from pelab.report.context import ReportContext
 from pelab.report.registry import ClaimResult, Figure
 from pelab.report.summary import join_and
-from pelab.rules import LM_LEARNED_SHARE, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED
+from pelab.rules import LM_LEARNED_SHARE, LOG_MARGIN, NOT_SUPPORTED, RELATIVE_MARGIN, SUPPORTED
 from pelab.study.sequential import Looks
 
 #: Language-model tasks (``first_screen.LM_TASKS``), and the kind of model each trains.
@@ -68,9 +68,14 @@ class GapPoint:
     #: the row's protocol reading: "confirmatory" (a confirmatory grid read by the rules it was trained under) or
     #: "exploratory"; "" in a claims.json written before rows carried it
     protocol: str = ""
-    #: the level the interval was read at: ``level`` with fixed seeds, the last look's nominal level under a
-    #: sequential design (a repeated confidence interval); 0 where not given (then ``level``)
-    read_level: float = 0.0
+    #: the row's sequential design (``Looks.record``), None with fixed seeds
+    looks: Mapping[str, Any] | None = None
+
+    @property
+    def read_level(self) -> float:
+        """The level the interval was read at: ``level`` with fixed seeds, or under a sequential design the nominal
+        level of its last look (a repeated confidence interval, ``Test.read_level``), which is stricter."""
+        return Looks.from_record(self.looks).nominal_level(self.level) if self.looks else self.level
 
     @property
     def decided(self) -> bool:
@@ -106,14 +111,6 @@ def _lm_rows(claims: Sequence[ClaimResult], frame: Any) -> Iterator[tuple[Mappin
             yield r, kind, int(width.get(first, where.get("model.d", 0)) or 0)
 
 
-def read_level(row: Mapping[str, Any]) -> float:
-    """The level a claims.json row's interval was read at: its ``level``, or under a sequential design the nominal
-    level of its last look (``Test.read_level``), which is stricter."""
-    level = float(row.get("level", 0.95))
-    looks = row.get("looks")
-    return Looks.from_record(looks).nominal_level(level) if looks else level
-
-
 def gap_points(claims: Sequence[ClaimResult], frame: Any) -> list[GapPoint]:
     """C6's language-model rows that read an interval, as points."""
     c6 = next((c for c in claims if c.id == "C6"), None)
@@ -142,7 +139,7 @@ def gap_points(claims: Sequence[ClaimResult], frame: Any) -> list[GapPoint]:
                 a_runs=list(r["a_runs"]),
                 b_runs=list(r["b_runs"]),
                 protocol=str(r.get("reading", "")),
-                read_level=read_level(r),
+                looks=r.get("looks"),
             )
         )
     return sorted(out, key=lambda p: (list(KINDS.values()).index(p.kind), p.pairing, p.scheme, p.d))
@@ -159,24 +156,27 @@ class Along:
     seeds: int
 
 
+def paired_runs(point: GapPoint, rows: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Mapping[str, Any]]]:
+    """The point's finished stored runs by seed, each seed with both sides ({seed: {"a": run, "b": run}}): what the
+    curve along training and the spread over seeds both pair on."""
+    by_id = {r["run_id"]: r for r in rows}
+    per_seed: dict[int, dict[str, Mapping[str, Any]]] = defaultdict(dict)
+    for side, ids in (("a", point.a_runs), ("b", point.b_runs)):
+        for run_id in ids:
+            r = by_id.get(run_id)
+            if r is not None and r.get("status") == "done":
+                per_seed[int(r["config"]["seed"])][side] = r
+    return {seed: pair for seed, pair in sorted(per_seed.items()) if len(pair) == 2}
+
+
 def along_training(point: GapPoint, rows: Sequence[Mapping[str, Any]]) -> Along | None:
     """Per seed, log(A's validation loss / B's) at each point of the two runs' curves (the same steps, the same
     held-out windows), then the mean over seeds and its 95% t-interval; None where fewer than 2 seeds have curves
     with validation loss (runs trained before curves carried it)."""
-    by_id = {r["run_id"]: r for r in rows}
-    per_seed: dict[int, dict[str, Any]] = defaultdict(dict)
-    for side, ids in (("a", point.a_runs), ("b", point.b_runs)):
-        for run_id in ids:
-            r = by_id.get(run_id)
-            if r is None or r.get("status") != "done" or not r.get("curve"):
-                continue
-            per_seed[int(r["config"]["seed"])][side] = r
     ratios, tokens = [], None
-    for pair in per_seed.values():
-        if "a" not in pair or "b" not in pair:
-            continue
+    for pair in paired_runs(point, rows).values():
         a, b = pair["a"]["curve"], pair["b"]["curve"]
-        if len(a) != len(b) or not all("val_loss" in p for p in (*a, *b)):
+        if not a or len(a) != len(b) or not all("val_loss" in p for p in (*a, *b)):
             continue
         ratios.append([math.log(x["val_loss"] / y["val_loss"]) for x, y in zip(a, b, strict=True)])
         cfg = pair["a"]["config"]
@@ -260,15 +260,8 @@ def gap_figure(ctx: ReportContext, claims: Sequence[ClaimResult]) -> Figure | No
 def seed_spread(point: GapPoint, rows: Sequence[Mapping[str, Any]], metric: str = "bpb") -> float | None:
     """The standard deviation over seeds of the per-seed log-ratio log(A / B) of ``metric``, read from the stored
     runs themselves (not back from the interval); None with fewer than 2 paired seeds."""
-    by_id = {r["run_id"]: r for r in rows}
-    sides: dict[str, dict[int, float]] = {"a": {}, "b": {}}
-    for side, ids in (("a", point.a_runs), ("b", point.b_runs)):
-        for run_id in ids:
-            r = by_id.get(run_id)
-            value = (r.get("metrics") or {}).get(metric) if r is not None and r.get("status") == "done" else None
-            if value is not None and value > 0:
-                sides[side][int(r["config"]["seed"])] = float(value)
-    logs = [math.log(sides["a"][s] / sides["b"][s]) for s in sorted(sides["a"].keys() & sides["b"].keys())]
+    values = [(p["a"].get("metrics") or {}, p["b"].get("metrics") or {}) for p in paired_runs(point, rows).values()]
+    logs = [math.log(a[metric] / b[metric]) for a, b in values if (a.get(metric) or 0) > 0 and (b.get(metric) or 0) > 0]
     return float(np.std(logs, ddof=1)) if len(logs) >= 2 else None
 
 
@@ -276,7 +269,7 @@ def seed_spread(point: GapPoint, rows: Sequence[Mapping[str, Any]], metric: str 
 MOST_SEEDS = 1000
 
 
-def seeds_to_fit(sd: float, level: float, margin: float = math.log1p(RELATIVE_MARGIN)) -> int | None:
+def seeds_to_fit(sd: float, level: float, margin: float = LOG_MARGIN) -> int | None:
     """The fewest seeds whose t-interval at ``level`` (the level the row's verdict read) is no wider than
     ±``margin`` on a log-ratio whose per-seed spread is ``sd``: what an interval needs to fit inside the margin
     where the true gap is zero and ``sd`` is the true spread (a rough floor: an estimate from 5 seeds can be off by
@@ -301,7 +294,7 @@ def undecided_sentence(points: Sequence[GapPoint], rows: Sequence[Mapping[str, A
         if not open_:
             continue
         sds = [100 * sd for _, sd in open_]
-        need = [seeds_to_fit(sd, p.read_level or p.level) for p, sd in open_]
+        need = [seeds_to_fit(sd, p.read_level) for p, sd in open_]
         closed = [sd for sd in (seed_spread(p, rows) for p in mine if p.decided) if sd is not None]
         beside = f"; the decided ones' {_span([100 * sd for sd in closed])}" if closed else ""
         known = [n for n in need if n is not None]

@@ -23,6 +23,9 @@ that seed 3 alone, in a stack of 3 and in a stack of 5 gives the same numbers bi
 (token, segment and position vectors, a combiner's own parameters, a scheme's attention bias) differs per
 scheme and combiner and costs a handful of calls, so it runs per seed through each model's own modules,
 which is what keeps every scheme and combiner stackable without a second implementation of any of them.
+A rotation of queries and keys runs inside every layer, so it runs once for the whole stack where every seed's
+would be the same one (pelab's: no parameters, the same buffers), and per seed where it is not (a plugin's
+learned frequencies: ``rotates_per_seed``), so that no seed trains on another's.
 
 This is the one training computation: a run alone is a stack of one. Evaluation and analyses read the
 per-seed ``Transformer`` as before.
@@ -37,6 +40,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pelab.model import Transformer, attend
+from pelab.positions.base import PositionScheme
 
 
 def _stack(tensors: Sequence[Tensor]) -> Tensor:
@@ -63,6 +67,23 @@ def _drop(x: Tensor, p: float) -> Tensor:
 STACKED_PREFIXES = ("blocks.", "ln_f.", "head.")
 
 
+def rotates_per_seed(models: Sequence[Transformer]) -> bool:
+    """Whether each seed's ``rotate`` must see its own slice of the stack: its scheme has parameters (each seed
+    trains its own; one call through the first seed's would train that seed on every seed's gradient and leave
+    the others at their start) or buffers that differ between seeds (drawn from each seed's generator). A
+    scheme that does not rotate, or whose every seed rotates alike (rotary, xPos), runs one call for all."""
+    schemes = [m.scheme for m in models]
+    if type(schemes[0]).rotate is PositionScheme.rotate or len(schemes) == 1:
+        return False
+    if any(True for _ in schemes[0].parameters()):
+        return True
+    first = dict(schemes[0].named_buffers())
+    return any(
+        set(first) != set(dict(s.named_buffers())) or any(not torch.equal(first[n], b) for n, b in s.named_buffers())
+        for s in schemes[1:]
+    )
+
+
 class StackedForward:
     """The forward pass of S ``Transformer``s that share a config (they differ only in seed).
 
@@ -82,6 +103,7 @@ class StackedForward:
             raise ValueError("dropout draws from the global generator: seeds with dropout train one at a time")
         self.models = list(models)
         self.cfg = cfg
+        self.rotate_each = rotates_per_seed(self.models)
         self._params = [dict(m.named_parameters()) for m in self.models]
         stacked = [n for n in self._params[0] if n.startswith(STACKED_PREFIXES)]
         self.leaves: dict[str, Tensor] = {}
@@ -107,6 +129,14 @@ class StackedForward:
             for n in self.leaves:
                 for p in self._params:
                     p[n].data = p[n].data.clone()
+
+    def _rotate(self, q: Tensor, k: Tensor, positions: Tensor, S: int) -> tuple[Tensor, Tensor]:
+        """q, k (S·B, H, T, E), seed-major: rotated by the first seed's scheme for all, or by each seed's own."""
+        if not self.rotate_each:
+            return self.models[0].scheme.rotate(q, k, positions)
+        qs, ks = q.unflatten(0, (S, -1)), k.unflatten(0, (S, -1))
+        turned = [m.scheme.rotate(qs[s], ks[s], positions) for s, m in enumerate(self.models)]
+        return torch.cat([t[0] for t in turned]), torch.cat([t[1] for t in turned])
 
     def __call__(self, inputs: Tensor, segments: Tensor | None = None) -> Tensor:
         """inputs (S, B, T) ids or (S, B, T, P) vectors; segments (S, B, T) or None -> logits (S, B, T, V)
@@ -138,7 +168,7 @@ class StackedForward:
             h = _layer_norm(x, w[b + "ln1.weight"], w[b + "ln1.bias"])
             qkv = _linear(h, w[b + "attn.qkv.weight"])  # (S, N, 3C)
             qkv = qkv.view(S * B, T, 3, H, E).permute(2, 0, 3, 1, 4)  # (3, S·B, H, T, E)
-            q, k = first.scheme.rotate(qkv[0], qkv[1], positions)  # rotations carry no parameters
+            q, k = self._rotate(qkv[0], qkv[1], positions, S)
             y = attend(q, k, qkv[2], bias, causal, p)  # (S·B, H, T, E)
             y = y.transpose(1, 2).reshape(S, B * T, C)
             x = x + _drop(_linear(y, w[b + "attn.out.weight"]), p)

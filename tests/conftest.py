@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import os
 import signal
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -25,6 +29,26 @@ torch.set_num_threads(1)
 # to the end. A handler (unlike SIG_IGN) is reset to the default on exec, so the studies get Ctrl-C as a user's.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture
+def load_plugin(tmp_path: Path) -> Iterator[Callable[[str, str], Any]]:
+    """Load a plugin written as text (``load(name, text)``), as ``--plugin FILE`` would; unloaded afterwards, so no
+    other test sees its classes."""
+    from pelab import plugins
+
+    loaded: list[str] = []
+
+    def load(name: str, text: str) -> Any:
+        path = tmp_path / f"{name}.py"
+        path.write_text(textwrap.dedent(text))
+        plugin = plugins.load(str(path))
+        loaded.append(plugin.name)
+        return plugin
+
+    yield load
+    for name in loaded:
+        plugins.unload(name)
 
 
 #: xdist workers when ``-n auto``: one per core, at most this many (each test may start a study with 2 workers).

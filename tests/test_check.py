@@ -115,24 +115,6 @@ BROKEN = {
 }  # fmt: skip
 
 
-@pytest.fixture
-def load_plugin(tmp_path: Path):
-    from pelab import plugins
-
-    loaded = []
-
-    def load(name: str, text: str):
-        path = tmp_path / f"{name}.py"
-        path.write_text(textwrap.dedent(text))
-        plugin = plugins.load(str(path))
-        loaded.append(plugin.name)
-        return plugin
-
-    yield load
-    for name in loaded:
-        plugins.unload(name)
-
-
 @pytest.mark.parametrize("fault", list(BROKEN))
 def test_a_broken_plugin_fails_the_named_check_and_only_that_one(fault: str, load_plugin) -> None:
     from pelab.conformance import check_classes

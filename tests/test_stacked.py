@@ -96,6 +96,58 @@ def test_checkpoints_of_a_stack_are_each_seeds_own_weights(tmp_path: Path) -> No
     assert not torch.equal(load_file(str(paths[0]))["head.weight"], a["head.weight"])
 
 
+#: A plugin's rotation with parameters of its own: rotary with learned log-frequencies, drawn per seed.
+LEARNED_ROPE = """
+    import torch
+    from torch import nn
+    from pelab.positions import PositionScheme, register
+    from pelab.positions.rotary import rotate_half
+
+    @register
+    class LearnedRope(PositionScheme):
+        name = "learned_rope"
+        description = "rotary with learned log-frequencies, each seed's own"
+        hooks = ("attention: rotate q, k",)
+
+        def __init__(self, ctx, **options):
+            super().__init__(ctx, **options)
+            E = ctx.head_dim
+            start = -torch.arange(0, E, 2, dtype=torch.get_default_dtype()) / E * 9.21
+            self.log_inv = nn.Parameter(start + 0.1 * torch.randn(E // 2))
+
+        def rotate(self, q, k, positions):
+            a = positions.to(self.log_inv.dtype)[:, None] * self.log_inv.exp()
+            a = torch.cat([a, a], -1)
+            c, s = a.cos().to(q.dtype), a.sin().to(q.dtype)
+            return q * c + rotate_half(q) * s, k * c + rotate_half(k) * s
+"""
+
+
+def test_a_rotation_with_parameters_is_each_seeds_own_in_a_stack(load_plugin, tmp_path: Path) -> None:
+    """A scheme whose ``rotate`` reads parameters rotates each seed by its own: once through the first seed's
+    scheme, seed 0 trained on every seed's gradient and the others' frequencies never moved (a plugin's
+    learned-frequency RoPE, found in review). pelab's own rotations still run once for the whole stack."""
+    from pelab.model import Transformer
+    from pelab.stacked import rotates_per_seed
+
+    load_plugin("learned_rope_plugin", LEARNED_ROPE)
+    task, model = REVERSE, {"position": {"scheme": "learned_rope"}, "combine": "none"}
+    paths = [tmp_path / f"{s}.safetensors" for s in (1, 3, 2)]
+    in3 = train_group([_cfg(s, task, model) for s in (1, 3, 2)], checkpoints=paths)
+    alone = train_group([_cfg(3, task, model)])[0]
+    _same(alone, in3[1])
+    for s, path in zip((1, 3, 2), paths, strict=True):
+        torch.manual_seed(s)  # the seed's start, as train_group draws it
+        start = Transformer(_cfg(s, task, model).model).scheme.log_inv
+        assert not torch.equal(load_file(str(path))["scheme.log_inv"], start.detach()), f"seed {s} never trained"
+    for scheme in ("rotary", "xpos", "learned_rope", "t5"):
+        models = []
+        for s in (0, 1):
+            torch.manual_seed(s)
+            models.append(Transformer(_cfg(s, task, {"position": {"scheme": scheme}, "combine": "none"}).model))
+        assert rotates_per_seed(models) == (scheme == "learned_rope"), scheme
+
+
 def test_a_diverged_seed_leaves_the_stack_and_its_neighbours_train_on_as_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -142,3 +142,153 @@ def test_pelab_check_prints_a_table_and_exits_1_on_a_failure(tmp_path: Path) -> 
     ok = subprocess.run([sys.executable, "-m", "pelab", "check", "--scheme", "alibi"], capture_output=True, text=True,
                         timeout=300)  # fmt: skip
     assert ok.returncode == 0 and "9 passed, 0 failed" in ok.stdout, ok.stdout + ok.stderr
+
+
+#: Faults found in review that the checks once missed or misnamed: (the check that must fail, the plugin). Some
+#: break more than one property (a combiner that mixes rows also leaks in a decoder); the named check must fail.
+CAUGHT = {
+    # a leak only while training: every decoder would train on the answer and an eval-mode check saw nothing
+    "a leak in training mode only": ("causality", '''
+        from pelab.positions import register
+        from pelab.positions.rotary import Rotary
+
+        @register
+        class LeaksWhileTraining(Rotary):
+            name = "leaks_training"
+            description = "rotary, and each key sees the next token while training"
+
+            def rotate(self, q, k, positions):
+                q, k = super().rotate(q, k, positions)
+                return q, (k + 0.5 * k.roll(-1, dims=2) if self.training else k)
+    '''),
+    # a symmetric mix over the sequence: a permutation of the rows permutes its output, so only a changed row shows it
+    "a combiner that adds the sequence's mean": ("hooks follow positions", '''
+        from pelab.combine import Combiner, register
+
+        @register
+        class MeanMix(Combiner):
+            name = "meanmix"
+            description = "x + p + the sequence's mean token"
+
+            def forward(self, x, sides, positions=None):
+                return x + sum(sides.values()) + x.mean(1, keepdim=True)
+    '''),
+    "a rotation that adds the keys' mean": ("hooks follow positions", '''
+        from pelab.positions import register
+        from pelab.positions.rotary import Rotary
+
+        @register
+        class KeyMean(Rotary):
+            name = "keymean"
+            description = "rotary plus every key's mean"
+
+            def rotate(self, q, k, positions):
+                q, k = super().rotate(q, k, positions)
+                return q, k + k.mean(2, keepdim=True)
+    '''),
+    # frequencies from Python's unseeded random: no run could be reproduced from its seed
+    "a start drawn outside torch's generator": ("save and load", '''
+        import random
+        import torch
+        from pelab.positions import PositionScheme, register
+
+        @register
+        class Unseeded(PositionScheme):
+            name = "unseeded"
+            description = "random Fourier features from Python's random"
+            has_table = True
+            hooks = ("input",)
+
+            def __init__(self, ctx):
+                super().__init__(ctx)
+                w = [random.gauss(0, 0.5) for _ in range(ctx.width // 2)]
+                self.register_buffer("w", torch.tensor(w, dtype=torch.get_default_dtype()))
+
+            def table(self, positions):
+                a = positions.to(self.w.dtype)[:, None] * self.w
+                return torch.cat([a.cos(), a.sin()], -1)
+    '''),
+    "an evaluation that draws from the global generator": ("save and load", '''
+        import torch
+        from pelab.positions import register
+        from pelab.positions.alibi import ALiBi
+
+        @register
+        class Jitter(ALiBi):
+            name = "jitter"
+            description = "ALiBi with noise on every call"
+
+            def bias(self, q, k):
+                b = super().bias(q, k)
+                return b + 0.1 * torch.randn(b.shape, dtype=b.dtype)
+    '''),
+    # a slope parametrised as log(a) with a unconstrained: the loss goes NaN in a few steps
+    "a scheme that diverges in training": ("stacked seeds", '''
+        import torch
+        from torch import nn
+        from pelab.positions import PositionScheme, register
+        from pelab.positions.base import relative_offsets
+
+        @register
+        class LogSlope(PositionScheme):
+            name = "logslope"
+            description = "a learned slope log(a), NaN once a < 0"
+            hooks = ("attention: bias",)
+
+            def __init__(self, ctx):
+                super().__init__(ctx)
+                self.a = nn.Parameter(torch.full((ctx.n_heads,), 1e-3))
+
+            def bias(self, q, k):
+                off = relative_offsets(q, k).abs().to(self.a.dtype)
+                return torch.log(self.a)[:, None, None] * 0.01 * off[None]
+    '''),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("fault", list(CAUGHT))
+def test_a_fault_found_in_review_fails_its_check(fault: str, load_plugin) -> None:
+    from pelab.conformance import check_classes
+
+    check, text = CAUGHT[fault]
+    plugin = load_plugin(f"caught_{abs(hash(fault)) % 10**6}", text)
+    results = {r.check: r for r in check_classes(list(plugin.provides))}
+    assert results[check].status == FAILED, [(r.check, r.status, r.detail) for r in results.values()]
+    assert "Error" not in results[check].detail, results[check].detail  # a finding, not the check's own crash
+
+
+def test_a_correct_plugin_that_starts_unreached_or_rotates_with_parameters_passes(load_plugin) -> None:
+    """A zero-initialised gate (ReZero, LoRA) gives its gated parameters no gradient at the start, and a learned
+    rotation trains each seed's own frequencies: both are correct, and pass every check."""
+    from test_stacked import LEARNED_ROPE
+
+    from pelab.conformance import check_classes
+
+    gated = load_plugin("gated_plugin", """
+        import torch
+        from torch import nn
+        from pelab.positions import PositionScheme, register
+        from pelab.positions.sinusoidal import sinusoid_table
+
+        @register
+        class GatedSinusoid(PositionScheme):
+            name = "gated_sinusoid"
+            description = "a sinusoid plus a learned table behind a gate that starts at zero"
+            has_table = True
+            hooks = ("input",)
+
+            def __init__(self, ctx):
+                super().__init__(ctx)
+                self.corr = nn.Parameter(0.02 * torch.randn(ctx.max_len, ctx.width))
+                self.gate = nn.Parameter(torch.zeros(()))
+
+            def table(self, positions):
+                fixed = sinusoid_table(positions, self.ctx.width).to(self.corr.dtype)
+                return fixed + self.gate * self.corr[positions.clamp(max=self.ctx.max_len - 1)]
+    """)  # fmt: skip
+    rope = load_plugin("rope_plugin", LEARNED_ROPE)
+    for plugin in (gated, rope):
+        results = check_classes(list(plugin.provides))
+        assert all(r.status in (PASSED, NOT_APPLICABLE) for r in results), [(r.check, r.detail) for r in results]
+    grads = next(r for r in check_classes(list(gated.provides)) if r.check == "gradients")
+    assert "scheme.corr after a step" in grads.detail

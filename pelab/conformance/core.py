@@ -3,6 +3,7 @@ broke, the tiny models, and the checks schemes and combiners have in common."""
 
 from __future__ import annotations
 
+import math
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,9 +43,13 @@ class NotApplicable(Exception):
     """The check does not apply to this class (a combiner that takes no position, a task with no longer size)."""
 
 
+#: pelab's own package: a traceback's frames outside it are the class's (a user's folder may be named pelab too).
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
 def _one_line(e: BaseException) -> str:
     frames = traceback.extract_tb(e.__traceback__)
-    own = [f for f in frames if "/pelab/" not in f.filename.replace("\\", "/")] or frames
+    own = [f for f in frames if not Path(f.filename).resolve().is_relative_to(PACKAGE)] or frames
     where = f" ({Path(own[-1].filename).name}:{own[-1].lineno})" if own else ""
     text = " ".join(str(e).split())[:200]
     return f"{type(e).__name__}: {text}{where}"
@@ -96,6 +101,27 @@ def _perm(length: int = T) -> Tensor:
     return torch.randperm(length, generator=torch.Generator().manual_seed(7))
 
 
+#: The row a "rows alone" check redraws: what a row-wise hook gives every other row must not change.
+ROW = 5
+
+
+def _row_redrawn(*xs: Tensor, dim: int = 1) -> tuple[Tensor, ...]:
+    """Copies of ``xs`` with row ``ROW`` along ``dim`` drawn afresh. A permutation test cannot see a hook that
+    mixes rows by a symmetric reduction (a mean over the sequence); changing one row shows it."""
+    g = torch.Generator().manual_seed(11)
+    out = []
+    for x in xs:
+        y = x.clone()
+        y.select(dim, ROW).copy_(torch.randn(y.select(dim, ROW).shape, generator=g, dtype=x.dtype))
+        out.append(y)
+    return tuple(out)
+
+
+def _without_row(x: Tensor, dim: int = 1) -> Tensor:
+    keep = torch.tensor([i for i in range(x.shape[dim]) if i != ROW])
+    return x.index_select(dim, keep)
+
+
 def _fresh(model: Any) -> Any:
     """Eval mode, which also resets a stochastic scheme's draws: the next call sees what any first call sees."""
     return model.eval()
@@ -113,21 +139,48 @@ def _train_cfg(seed: int, task: dict[str, Any], model: dict[str, Any]) -> RunCon
     )  # fmt: skip
 
 
+def _same_numbers(a: Any, b: Any) -> bool:
+    """Equal, with NaN equal to NaN: two runs that diverged alike hold NaN in the same places."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_numbers(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same_numbers(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 def stacked_identity(make: Callable[[int], RunConfig]) -> str:
     """Seed 3 alone and in a stack of 3 (seeds 1, 3, 2): the same status, metrics, curve and evaluations, bit for
-    bit. Both may diverge (alike); a failed run is a finding."""
+    bit. Then seed 3 must have trained: a tiny model that diverges in its first steps at a modest rate is a scheme
+    (or combiner) whose outputs or gradients blow up, which no study could read."""
     from pelab.train import train_group
 
     # on a CPU, where the identity is bit for bit (a GPU's batched kernels may sum in another order: README)
     alone = train_group([make(3)], device="cpu")[0]
+    again = train_group([make(3)], device="cpu")[0]
     stacked = train_group([make(s) for s in (1, 3, 2)], device="cpu")[1]
     for r in (alone, stacked):
         if r.status == "failed":
             raise Fail(f"the run failed: {r.reason}")
     for what in ("status", "reason", "metrics", "curve", "evals"):
-        if getattr(alone, what) != getattr(stacked, what):
-            raise Fail(f"seed 3 in a stack of 3 differs from seed 3 alone in its {what}")
-    return "seed 3: alone = in a stack of 3" + ("" if alone.status == "done" else f" (both {alone.status})")
+        if not _same_numbers(getattr(alone, what), getattr(again, what)):
+            raise Fail(
+                f"seed 3 trained twice alone differs in its {what}: it draws from something no seed fixes "
+                "(Python's random, NumPy, the clock); draw from torch's generator, which each run seeds"
+            )
+        if not _same_numbers(getattr(alone, what), getattr(stacked, what)):
+            raise Fail(
+                f"seed 3 in a stack of 3 differs from seed 3 alone in its {what}: something the stack shares "
+                "(one scheme's or combiner's call for every seed, a global generator) reaches it"
+            )
+    if alone.status != "done":
+        cfg = make(3)
+        raise Fail(
+            f"seed 3 {alone.status} in {cfg.train.steps} steps of a d={cfg.model.d} model at lr {cfg.train.lr:g} "
+            f"(alone and in a stack alike): {alone.reason}"
+        )
+    return "seed 3: alone = again = in a stack of 3"
 
 
 def _first_valid(makers: list[Callable[[int], RunConfig]]) -> Callable[[int], RunConfig]:
@@ -183,26 +236,59 @@ def _scheme_shapes(model: Transformer, dtype: torch.dtype) -> None:
 
 
 def _gradients(scheme: str, combine: str) -> str:
-    count = 0
+    """Every parameter gets a finite gradient that is not all zero: at the start, or, for one that starts
+    unreached (behind a zero-initialised gate, as ReZero or LoRA start), after a few steps of training."""
+    count, later = 0, []
     for kind in ("encoder", "decoder"):
         model = _build(_config(kind, scheme, combine)).train()
-        targets = torch.randint(0, OUT, (B * T,), generator=torch.Generator().manual_seed(1))
-        F.cross_entropy(model(_tokens()).logits.reshape(-1, OUT), targets).backward()
-        for name, p in model.named_parameters():
-            if not p.requires_grad:
-                continue
-            if p.grad is None or not p.grad.abs().sum() > 0:
-                raise Fail(f"{name} gets no gradient ({kind}): the loss does not reach it")
-            if not torch.isfinite(p.grad).all():
-                raise Fail(f"{name} gets a non-finite gradient ({kind})")
-            count += 1
-    return f"{count} parameter tensors, all finite and reached"
+        unreached = _backward(model)
+        if unreached:
+            opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+            for _ in range(3):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                still = _backward(model)
+            if still:
+                raise Fail(f"{still[0]} gets no gradient ({kind}), at the start or after 3 steps: the loss does not "
+                           "reach it")  # fmt: skip
+            later += [n for n in unreached if n not in later]
+        count += sum(p.requires_grad for p in model.parameters())
+    return f"{count} parameter tensors, all finite and reached" + (
+        f" ({', '.join(later)} after a step: it starts behind a zero)" if later else ""
+    )
+
+
+def _backward(model: Transformer) -> list[str]:
+    """One backward pass of a cross-entropy loss; the parameters it leaves without a gradient (all zero), or a
+    Fail for a non-finite one."""
+    targets = torch.randint(0, OUT, (B * T,), generator=torch.Generator().manual_seed(1))
+    F.cross_entropy(model(_tokens()).logits.reshape(-1, OUT), targets).backward()
+    unreached = []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        if p.grad is not None and not torch.isfinite(p.grad).all():
+            raise Fail(f"{name} gets a non-finite gradient ({'decoder' if model.causal else 'encoder'})")
+        if p.grad is None or not p.grad.abs().sum() > 0:
+            unreached.append(name)
+    return unreached
 
 
 def _save_and_load(scheme: str, combine: str) -> str:
     import tempfile
 
     model = _fresh(_build(_config("encoder", scheme, combine), seed=1))
+    twin = _fresh(_build(_config("encoder", scheme, combine), seed=1))
+    with torch.no_grad():
+        torch.manual_seed(5)
+        first = _fresh(model)(_tokens()).logits
+        torch.manual_seed(6)  # another global generator state: an evaluation must not read it
+        if not torch.equal(first, _fresh(model)(_tokens()).logits):
+            raise Fail("two evaluations of one model differ: its forward pass draws from the global generator or "
+                       "the clock (an evaluation must be a function of weights and input)")  # fmt: skip
+        if not torch.equal(first, _fresh(twin)(_tokens()).logits):
+            raise Fail("two models built from one seed differ: it draws its start outside torch's generator, which "
+                       "each run seeds (Python's random, NumPy, the clock)")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="pelab-check-") as tmp:
         path = Path(tmp) / "model.safetensors"
         checkpoint.save(model, path)
@@ -212,7 +298,7 @@ def _save_and_load(scheme: str, combine: str) -> str:
         a, b = _fresh(model)(_tokens()).logits, _fresh(loaded)(_tokens()).logits
     if not torch.equal(a, b):
         raise Fail(f"outputs after a safetensors round trip differ by {(a - b).abs().max().item():.3g}")
-    return "same outputs, bit for bit"
+    return "one seed builds one model; same outputs again and after a round trip, bit for bit"
 
 
 def _longer(scheme: str, combine: str, says: bool, who: str) -> str:
@@ -229,7 +315,7 @@ def _longer(scheme: str, combine: str, says: bool, who: str) -> str:
             raise
         raise Fail(f"extrapolates is False, but 2x length is not a clean PelabError: {_one_line(e)}") from None
     if not says:
-        raise Fail(f"extrapolates is False, but 2x length gave outputs: raise a PelabError from {who}.check_length")
+        raise Fail(f"extrapolates is False, but 2x length gave outputs: raise a PelabError from {who} check_length")
     if not torch.isfinite(y).all():
         raise Fail("non-finite outputs at 2x the length the model was sized for")
     table = _fresh(model).scheme.table(torch.arange(2 * T)) if "position" in model.embed.combiner.widths.sides else None
@@ -242,15 +328,27 @@ def _longer(scheme: str, combine: str, says: bool, who: str) -> str:
 
 
 def _causality(scheme: str, combine: str) -> str:
-    model = _fresh(_build(_config("decoder", scheme, combine)))
+    """A decoder's outputs before position j do not change when token j does, in evaluation and in training
+    (a leak only in training mode would train every decoder on the answer, and pass an eval-mode check). In
+    training mode each forward pass gets a model built alike and the same generator state, so a scheme's own
+    draws (randomized positions) are the same in both."""
     x, j = _tokens(), 9
     x2 = x.clone()
     x2[:, j] = (x2[:, j] + 1) % VOCAB
+    cfg = _config("decoder", scheme, combine)
     with torch.no_grad():
+        model = _fresh(_build(cfg))
         y, y2 = _fresh(model)(x).logits, _fresh(model)(x2).logits
-    if not torch.equal(y[:, :j], y2[:, :j]):
-        raise Fail(f"a decoder's outputs before position {j} change when token {j} does")
-    return "earlier outputs bit-identical when a later token changes"
+        if not torch.equal(y[:, :j], y2[:, :j]):
+            raise Fail(f"a decoder's outputs before position {j} change when token {j} does")
+        outs = []
+        for tokens in (x, x2):
+            model = _build(cfg).train()
+            torch.manual_seed(5)
+            outs.append(model(tokens).logits)
+        if not torch.equal(outs[0][:, :j], outs[1][:, :j]):
+            raise Fail(f"in training mode, a decoder's outputs before position {j} change when token {j} does")
+    return "earlier outputs bit-identical when a later token changes, in evaluation and in training"
 
 
 def _equivariance_gap(scheme: str, combine: str) -> tuple[float, float]:

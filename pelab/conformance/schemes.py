@@ -6,6 +6,7 @@ import torch
 
 from pelab.conformance.core import (
     HEADS,
+    ROW,
     Check,
     D,
     Fail,
@@ -22,10 +23,12 @@ from pelab.conformance.core import (
     _gradients,
     _longer,
     _perm,
+    _row_redrawn,
     _run,
     _save_and_load,
     _shapes,
     _train_cfg,
+    _without_row,
     stacked_identity,
 )
 from pelab.errors import PelabError
@@ -74,6 +77,10 @@ def scheme_hooks_follow_positions(name: str) -> str:
         pq, pk = _fresh(s).rotate(q[:, :, perm], k[:, :, perm], p[perm])
         if not (_close(pq, rq[:, :, perm]) and _close(pk, rk[:, :, perm])):
             raise Fail("rotate(q[perm], k[perm], positions[perm]) is not rotate(q, k, positions)[perm]")
+        q2, k2 = _row_redrawn(q, k, dim=2)
+        cq, ck = _fresh(s).rotate(q2, k2, p)
+        if not (_close(_without_row(cq, 2), _without_row(rq, 2)) and _close(_without_row(ck, 2), _without_row(rk, 2))):
+            raise Fail(f"changing row {ROW} of q and k changes rotate's other rows: rows mix")
         seen.append("rotation")
     if not seen:
         raise NotApplicable("no hook acts (nothing to follow)")
@@ -117,7 +124,7 @@ def check_scheme(name: str) -> list[Check]:
         ("hooks follow positions", lambda: scheme_hooks_follow_positions(name), ("shapes and dtypes",)),
         ("gradients", lambda: _gradients(name, combine), ("shapes and dtypes",)),
         ("save and load", lambda: _save_and_load(name, combine), ("shapes and dtypes",)),
-        ("stacked seeds", lambda: scheme_stacked(name), ("shapes and dtypes",)),
+        ("stacked seeds", lambda: scheme_stacked(name), ("shapes and dtypes", "gradients")),
         ("longer inputs", lambda: _longer(name, combine, says, "the scheme's"), ("shapes and dtypes",)),
         ("position information", lambda: scheme_position_information(name), ("shapes and dtypes",)),
         ("causality", lambda: _causality(name, combine), ("shapes and dtypes",)),

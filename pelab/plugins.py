@@ -62,6 +62,7 @@ class Source:
     file: str  # absolute path of its file (a package: its __init__.py)
     sha256: str
     text: bytes | None  # a single file's bytes, exactly what runs; None for a module imported by name
+    kept: bool = False  # the copy a study folder kept (its file is gone or holds other code now)
 
 
 @dataclass(frozen=True)
@@ -270,15 +271,26 @@ def _shown(path: str) -> str:
         return path
 
 
-def _how_to(what: str, src: Source) -> str:
+def _how_to(what: str, sources: list[Source]) -> str:
+    """One line for every plugin that waits for a yes, so a study of four plugins is confirmed in one try."""
+    here = [s for s in sources if Path(s.file).is_file()]
+    gone = [s for s in sources if not Path(s.file).is_file()]
+    codes = ", ".join(f"{s.entry} (sha256 {s.sha256[:12]})" for s in sources)
+    ways = [" ".join(f"--plugin {_shown(s.file)}" for s in here)] if here else []
+    if gone:
+        ways.append(
+            f"--plugin YOUR_COPY for {', '.join(s.name for s in gone)} (recorded at {', '.join(s.file for s in gone)}, "
+            "no longer there)"
+        )
     return (
-        f"plugins: {what} runs code from {src.entry} (sha256 {src.sha256[:12]}), and pelab runs a plugin only when "
-        f"you say so: add --plugin {_shown(src.file)} (or --trust-plugins)"
+        f"plugins: {what} runs code from {codes}, and pelab runs a plugin only when you say so: add "
+        f"{' and '.join(ways)} (or --trust-plugins)"
     )
 
 
 def _announce(src: Source, what: str) -> None:
-    print(f"pelab: plugins: running {src.file} (sha256 {src.sha256[:12]}) as {what} asks (--trust-plugins)",
+    whose = f"the folder's kept copy of {src.file} (that file is gone or holds other code)" if src.kept else src.file
+    print(f"pelab: plugins: running {whose} (sha256 {src.sha256[:12]}) as {what} asks (--trust-plugins)",
           file=sys.stderr, flush=True)  # fmt: skip
 
 
@@ -286,6 +298,9 @@ def gate(sources: list[Source], trust: bool, what: str) -> list[Plugin]:
     """The plugins a study names, each already loaded with the same code (named on the command line), or run now
     when ``trust`` (said in one line); otherwise one PelabError saying how to confirm it, and nothing has run."""
     out = []
+    waiting = [s for s in sources if s.name not in _LOADED]
+    if waiting and not trust:
+        raise PelabError(_how_to(what, waiting))
     for src in sources:
         have = _LOADED.get(src.name)
         if have is not None and have.sha256 != src.sha256:
@@ -293,8 +308,6 @@ def gate(sources: list[Source], trust: bool, what: str) -> list[Plugin]:
                 f"plugins: {src.entry}: the {src.name} loaded (sha256 {have.short}, {have.file}) is not the code "
                 f"{what} names (sha256 {src.sha256[:12]}, {src.file})"
             )
-        if have is None and not trust:
-            raise PelabError(_how_to(what, src))
         if have is None:
             _announce(src, what)
         out.append(activate(src))
@@ -317,7 +330,7 @@ def from_record(record: dict[str, Any]) -> Source:
             return found
     text = record.get("source")
     if isinstance(text, str) and digest([("", text.encode("utf-8"))]) == sha:
-        return Source(file, name, file, sha, text.encode("utf-8"))
+        return Source(file, name, file, sha, text.encode("utf-8"), kept=True)
     raise PelabError(
         f"plugins: {name} (sha256 {sha[:12]}) is neither at {file} nor kept by the study folder; name your copy of "
         "the same code with --plugin"
@@ -342,6 +355,11 @@ def confirm_recorded(records: list[dict[str, Any]], named: list[str] | None, tru
                 "name the file they were made with (or --trust-plugins runs the copy the folder kept)"
             )
         given[src.name] = src
+    ready = {n for n, r in wanted.items() if n in given or getattr(_LOADED.get(n), "sha256", None) == r.get("sha256")}
+    if not trust and len(ready) < len(wanted):
+        waiting = [Source(n, n, str(r.get("file")), str(r.get("sha256")), None) for n, r in wanted.items()
+                   if n not in ready]  # fmt: skip
+        raise PelabError(_how_to(what, waiting))
     out = []
     for name, record in wanted.items():
         have = _LOADED.get(name)
@@ -351,10 +369,7 @@ def confirm_recorded(records: list[dict[str, Any]], named: list[str] | None, tru
         if name in given:
             out.append(activate(given[name]))
             continue
-        src = from_record(record) if trust else None
-        if src is None:
-            shown = Source(name, name, str(record.get("file")), str(record.get("sha256")), None)
-            raise PelabError(_how_to(what, shown))
+        src = from_record(record)
         _announce(src, what)
         out.append(activate(src))
     return out

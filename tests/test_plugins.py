@@ -282,8 +282,23 @@ def test_a_planted_plugin_runs_only_when_confirmed(tmp_path: Path) -> None:
     moved = tmp_path / "copy"
     shutil.copytree(out, moved)
     plugin.unlink()
+    r = pelab("results", str(moved))
+    assert r.returncode == 2 and "--plugin YOUR_COPY for planted" in r.stderr and "no longer there" in r.stderr
     r = pelab("results", str(moved), "--trust-plugins")
     assert r.returncode == 0 and marker.exists() and "planted" in r.stdout, r.stderr
+    assert f"running the folder's kept copy of {plugin.resolve()} (that file is gone" in " ".join(r.stderr.split()), r.stderr
+
+
+def test_every_plugin_waiting_for_a_yes_is_named_in_one_line(tmp_path: Path) -> None:
+    """A study of several plugins is confirmed in one try: the refusal names every file, before any code runs."""
+    marker = tmp_path / "marker"
+    a = plugins.resolve(str(write_plugin(tmp_path / "a", name="first_pe", marker=str(marker))))
+    b = plugins.resolve(str(write_plugin(tmp_path / "b", name="second_pe", marker=str(marker))))
+    with pytest.raises(PelabError) as e:
+        plugins.gate([a, b], trust=False, what="study.toml")
+    line = str(e.value)
+    assert "\n" not in line and "first_pe.py" in line and "second_pe.py" in line, line
+    assert line.count("--plugin ") == 2 and not marker.exists()
 
 
 def test_a_changed_plugin_never_mixes_with_the_old_codes_runs(tmp_path: Path) -> None:

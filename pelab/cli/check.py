@@ -23,7 +23,8 @@ def check(
     combine: Annotated[list[str] | None, typer.Option(help="also check this combiner by name")] = None,
     task: Annotated[list[str] | None, typer.Option(help="also check this task by name")] = None,
 ) -> None:
-    """The checks pelab's own schemes, combiners and tasks pass, on yours: exit 0 when all pass, 1 otherwise."""
+    """The checks pelab's own schemes, combiners and tasks pass, on yours: exit 0 when all pass, 1 when a check
+    fails, 2 when a file does not load."""
     from pelab.combine import COMBINERS
     from pelab.conformance import FAILED, check_classes
     from pelab.errors import PelabError
@@ -38,6 +39,7 @@ def check(
     for field, names, registry in (("position", scheme, SCHEMES), ("combine", combine, COMBINERS),
                                    ("task", task, TASKS)):  # fmt: skip
         classes += [(field, registry.lookup(n).name) for n in names or []]
+    classes = list(dict.fromkeys(classes))  # a file or a name given twice is checked once
     if not classes:
         raise PelabError("check: name a plugin file (pelab check my_pe.py) or a class (--scheme rotary)")
     with console.status("checking"):

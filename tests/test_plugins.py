@@ -286,7 +286,8 @@ def test_a_planted_plugin_runs_only_when_confirmed(tmp_path: Path) -> None:
     assert r.returncode == 2 and "--plugin YOUR_COPY for planted" in r.stderr and "no longer there" in r.stderr
     r = pelab("results", str(moved), "--trust-plugins")
     assert r.returncode == 0 and marker.exists() and "planted" in r.stdout, r.stderr
-    assert f"running the folder's kept copy of {plugin.resolve()} (that file is gone" in " ".join(r.stderr.split()), r.stderr
+    said = " ".join(r.stderr.split())
+    assert f"running the folder's kept copy of {plugin.resolve()} (that file is gone" in said, r.stderr
 
 
 def test_every_plugin_waiting_for_a_yes_is_named_in_one_line(tmp_path: Path) -> None:

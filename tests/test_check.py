@@ -292,3 +292,50 @@ def test_a_correct_plugin_that_starts_unreached_or_rotates_with_parameters_passe
         assert all(r.status in (PASSED, NOT_APPLICABLE) for r in results), [(r.check, r.detail) for r in results]
     grads = next(r for r in check_classes(list(gated.provides)) if r.check == "gradients")
     assert "scheme.corr after a step" in grads.detail
+
+
+#: A scheme with a fault only at an option other than its default: the checks at the defaults cannot see it.
+OPTIONAL_FAULT = """
+    import torch
+    from pydantic import Field
+    from pelab.frozen import Frozen
+    from pelab.positions import PositionScheme, register
+    from pelab.positions.base import relative_offsets
+
+    @register
+    class Halves(PositionScheme):
+        name = "halves"
+        description = "a distance penalty; with halves_mode = 'slots' over the slots, whatever positions are given"
+        hooks = ("attention: bias",)
+
+        class Options(Frozen):
+            halves_mode: str = Field("plain", description="halves: plain, or over the slots 0..T-1")
+
+        def __init__(self, ctx, **options):
+            super().__init__(ctx, **options)
+            self.register_buffer("_dtype", torch.empty(0), persistent=False)  # follows .double()
+
+        def bias(self, q, k):
+            if self.opts.halves_mode == "slots":
+                q, k = torch.arange(len(q)), torch.arange(len(k))
+            offsets = relative_offsets(q, k).to(self._dtype.dtype)
+            return (-0.5 * offsets.abs())[None].expand(self.ctx.n_heads, -1, -1)
+"""
+
+
+def test_pelab_check_set_checks_a_class_at_other_options(tmp_path: Path) -> None:
+    path = tmp_path / "halves.py"
+    path.write_text(textwrap.dedent(OPTIONAL_FAULT))
+
+    def check(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pelab", "check", str(path), *args], capture_output=True,
+                              text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+
+    assert check().returncode == 0
+    r = check("--set", 'model.position.halves_mode="slots"')
+    assert r.returncode == 1 and "(halves: hooks follow positions)" in r.stdout, r.stdout + r.stderr
+    for bad, said in (("model.position.nope=1", "no scheme checked here declares nope (allowed: "),
+                      ("model.d=64", "model.d is the checks' own"),
+                      ("train.lr=1", "is not model.NAME=VALUE")):  # fmt: skip
+        r = check("--set", bad)
+        assert r.returncode == 2 and said in r.stderr and r.stderr.count("\n") == 1, r.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import traceback
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pelab import checkpoint
-from pelab.config import ModelConfig, PositionConfig, RunConfig
+from pelab.config import ModelConfig, RunConfig
 from pelab.errors import PelabError
 from pelab.model import Transformer
 
@@ -81,11 +82,28 @@ def _run(kind: str, name: str, checks: list[tuple[str, Callable[[], str | None],
 # --- the tiny models every check builds ------------------------------------------------------------------------
 
 
+#: Model settings the checks build with besides their own (``pelab check --set model.position.NAME=VALUE``): a
+#: class's options other than its defaults, nested as a study file's ``model`` table. A scheme's options apply where
+#: that scheme is built; the widths, layers and budgets stay the checks' own.
+SETTINGS: ContextVar[dict[str, Any] | None] = ContextVar("pelab_check_settings", default=None)
+
+
+def _with_settings(model: dict[str, Any]) -> dict[str, Any]:
+    """A tiny model's settings with ``SETTINGS`` laid over: model-wide ones always, a scheme's options where the
+    model is built with that scheme (``for``)."""
+    settings = SETTINGS.get() or {}
+    out = {**model, **{k: v for k, v in settings.items() if k not in ("position", "for")}}
+    position = dict(model.get("position") or {})
+    if position.get("scheme") == settings.get("for"):
+        out["position"] = {**position, **settings.get("position", {})}
+    return out
+
+
 def _config(kind: str, scheme: str, combine: str, max_len: int = T) -> ModelConfig:
-    return ModelConfig(
-        kind=kind, d=D, n_heads=HEADS, n_layers=LAYERS, vocab_size=VOCAB, n_outputs=OUT, max_len=max_len,
-        grid=GRID, position=PositionConfig(scheme=scheme), combine=combine,
-    )  # fmt: skip
+    return ModelConfig.model_validate(_with_settings({
+        "kind": kind, "d": D, "n_heads": HEADS, "n_layers": LAYERS, "vocab_size": VOCAB, "n_outputs": OUT,
+        "max_len": max_len, "grid": GRID, "position": {"scheme": scheme}, "combine": combine,
+    }))  # fmt: skip
 
 
 def _build(cfg: ModelConfig, seed: int = 0) -> Transformer:
@@ -133,7 +151,7 @@ def _close(a: Tensor, b: Tensor) -> bool:
 
 def _train_cfg(seed: int, task: dict[str, Any], model: dict[str, Any]) -> RunConfig:
     return RunConfig.model_validate(
-        {"task": task, "model": {"d": D, "n_layers": LAYERS, "n_heads": HEADS, **model},
+        {"task": task, "model": _with_settings({"d": D, "n_layers": LAYERS, "n_heads": HEADS, **model}),
          "train": {"steps": 8, "batch_size": 8, "lr": 3e-3, "eval_batches": 1, "eval_batch_size": 16,
                    "curve_points": 4}, "seed": seed}
     )  # fmt: skip

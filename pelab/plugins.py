@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import re
 import sys
 import traceback
 import types
@@ -37,7 +38,7 @@ from typing import Any
 
 from pelab.combine import COMBINERS, Combiner
 from pelab.config import option_conflict
-from pelab.errors import PelabError
+from pelab.errors import PelabError, visible
 from pelab.positions import SCHEMES, PositionScheme
 from pelab.registry import Origin, Registry
 from pelab.tasks import TASKS, Task
@@ -191,6 +192,11 @@ def _where(e: BaseException, file: str) -> str:
     return f" (line {lines[-1]})" if lines else ""
 
 
+#: What a plugin's class may be registered as: it is written in study files and on command lines, and shown in
+#: tables and reports (pelab's own: ``concat_split``, ``t5``).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+
+
 def activate(src: Source) -> Plugin:
     """Run a plugin's code (its registrations with it) and record where its classes came from; the same code
     loaded already is a no-op. A plugin that fails to import, registers a taken name, registers nothing or
@@ -236,7 +242,12 @@ def activate(src: Source) -> Plugin:
     )
     for field, name in new:
         reg, base = REGISTRIES[field]
-        if not (isinstance(reg[name], type) and issubclass(reg[name], base)):
+        if not NAME.fullmatch(name):
+            problem = (
+                f"{field} {visible(name)!r:.60}: a name is letters, digits and _ . + - (at most 64, starting with a "
+                "letter or digit), since study files, the command line and reports name it"
+            )
+        elif not (isinstance(reg[name], type) and issubclass(reg[name], base)):
             problem = f"{field} {name!r} is not a subclass of {base.__module__}.{base.__name__}"
         elif field == "position" and (why := option_conflict(reg[name])) is not None:
             problem = f"scheme {name!r}: {why}"

@@ -178,6 +178,10 @@ def test_a_plugin_that_fails_is_one_line_naming_it_and_leaves_nothing_registered
                   "    name = 'clash'\n    description = 'mine'\n    class Options(Frozen):\n"
                   "        base: float = Field(3.0, gt=1, description='another base')\n",
                   r"^plugins: .*clash\.py: scheme 'clash': position option 'base' is declared differently by "),
+        **{f"named{i}": ("from pelab.positions import PositionScheme, register\n@register\nclass N(PositionScheme):\n"
+                         f"    name = {bad!r}\n    description = 'mine'\n",
+                         r"^plugins: .*named\d\.py: position .*: a name is letters, digits and _ \. \+ -")
+           for i, bad in enumerate([" ", "../../escaped", "x[/bold]", "my|pe", "a\x1b[31m"])},
     }  # fmt: skip
     for name, (code, message) in cases.items():
         (tmp_path / f"{name}.py").write_text(code)

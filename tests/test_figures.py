@@ -9,6 +9,7 @@ the folded run lists are pinned without training anything.
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -223,3 +224,76 @@ def test_what_this_run_says_comes_first(tmp_path: Path) -> None:
     assert "(cross terms carry ≥ 10%: supported; removing them costs: not supported)</span>" in html.replace(
         "&ge;", "≥"
     )
+
+
+# --- figures from the folder: embedded only as whole, sane PNGs (a cache folder is untrusted input) ---------------
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    import struct
+    import zlib
+
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def _png(width: int, height: int) -> bytes:
+    """A PNG's signature, header and end, with no pixels: enough to be read as what it claims to be."""
+    import struct
+
+    from pelab.report.render import PNG_MAGIC
+
+    return PNG_MAGIC + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) + _chunk(b"IEND", b"")
+
+
+def test_a_figure_is_embedded_only_as_a_whole_png_of_sane_size(tmp_path: Path) -> None:
+    """A real figure is embedded; a fake one (the signature and 20 MB of nothing, a damaged or truncated PNG, one
+    claiming 100,000 x 100,000 pixels) is left out with the reason, never embedded whole, never an error."""
+    from pelab.report.render import MAX_FIGURE_BYTES, PNG_MAGIC, _embed, figure
+
+    real = tmp_path / "real.png"
+    fig, ax = plt.subplots(figsize=(2, 1.5), dpi=50)
+    ax.plot([0, 1], [1, 0])
+    fig.savefig(real)
+    plt.close(fig)
+    data = real.read_bytes()
+    assert figure(real).uri.startswith("data:image/png;base64,") and figure(real).why == ""
+
+    huge = tmp_path / "positions_pca.png"
+    huge.write_bytes(PNG_MAGIC)
+    os.truncate(huge, 20 * 2**20)  # sparse: no 20 MB written
+    assert huge.stat().st_size > MAX_FIGURE_BYTES
+    cases = {
+        huge: "20 MB, more than the 8 MB",
+        tmp_path / "garbage.png": "damaged",
+        tmp_path / "truncated.png": "truncated",
+        tmp_path / "trailing.png": "data after its end",
+        tmp_path / "bad-crc.png": "CRC",
+        tmp_path / "vast.png": "100000 x 100000 pixels",
+        tmp_path / "text.png": "not a PNG",
+        tmp_path / "missing.png": "missing",
+    }
+    (tmp_path / "garbage.png").write_bytes(PNG_MAGIC + b"\0" * 100)
+    (tmp_path / "truncated.png").write_bytes(data[: len(data) // 2])
+    (tmp_path / "trailing.png").write_bytes(data + b"<script>")
+    (tmp_path / "bad-crc.png").write_bytes(data[:40] + bytes([data[40] ^ 1]) + data[41:])
+    (tmp_path / "vast.png").write_bytes(_png(100_000, 100_000))
+    (tmp_path / "text.png").write_text("password")
+    for path, why in cases.items():
+        assert _embed(path) == "" and figure(path).uri == "", path.name
+        assert why in figure(path).why, (path.name, figure(path).why)
+    assert figure(tmp_path / "ok.png").why == "missing"
+    (tmp_path / "ok.png").write_bytes(_png(880, 4149))  # as tall as a full study's tallest forest plot
+    assert figure(tmp_path / "ok.png").why == ""
+
+
+def test_a_figure_left_out_is_a_visible_line_in_both_reports(tmp_path: Path) -> None:
+    from pelab.report.registry import Figure
+    from pelab.report.render import PNG_MAGIC
+
+    huge = tmp_path / "analyses" / "pretrained" / "positions_pca.png"
+    huge.parent.mkdir(parents=True)
+    huge.write_bytes(PNG_MAGIC)
+    os.truncate(huge, 20 * 2**20)
+    html, md = render(tmp_path, [claim(verdict=EXACT, figures=[Figure("MiniLM positions", huge)])])
+    assert "data:image/png" not in html and len(html) < 2**20
+    line = "Figure left out, analyses/pretrained/positions_pca.png: 20 MB, more than the 8 MB a figure may weigh"
+    assert f'<p class="left-out">{line} (MiniLM positions).</p>' in html
+    assert f"*{line} (MiniLM positions).*" in md and "](analyses/pretrained/positions_pca.png)" not in md

@@ -7,10 +7,14 @@ assembled data into text, and nothing that reads the study.
 from __future__ import annotations
 
 import base64
+import errno
 import html
 import os
 import re
+import struct
+import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import jinja2
 import markupsafe
@@ -34,18 +38,74 @@ def verdict_split(text: str) -> tuple[str | None, str]:
 
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: The most a figure may weigh to be embedded. pelab's own weigh 20-700 kB (the heaviest, MiniLM's dimensions, 0.7 MB);
+#: a cache folder's planted 200 MB "PNG" must not become a 280 MB page that takes a browser, or the report, down.
+MAX_FIGURE_BYTES = 8 * 2**20
+#: The most pixels a figure may hold, and on a side: a browser decodes the whole image (a full study's tallest forest
+#: plot is 880 x 4149, 3.7 Mpx), so a few kilobytes of deflate that claim 100,000 x 100,000 are left out too.
+MAX_FIGURE_PIXELS = 64 * 10**6
+MAX_FIGURE_SIDE = 32_768
+
+
+class Embedded(NamedTuple):
+    """A figure as the HTML report shows it: its data URI, or "" and why it was left out."""
+
+    uri: str
+    why: str
+
+
+def png_problem(data: bytes) -> str:
+    """Why ``data`` is not a whole, sane PNG image ("" when it is): the signature, then chunk by chunk (each one's
+    length within the file and its CRC) from an IHDR whose size is sane to an IEND that ends the file."""
+    if not data.startswith(PNG_MAGIC):
+        return "not a PNG image"
+    at, first = len(PNG_MAGIC), True
+    while at + 12 <= len(data):
+        (length,) = struct.unpack_from(">I", data, at)
+        kind, body_end = data[at + 4 : at + 8], at + 8 + length
+        if body_end + 4 > len(data):
+            return "a damaged PNG image (truncated)"
+        if zlib.crc32(data[at + 4 : body_end]) != struct.unpack_from(">I", data, body_end)[0]:
+            return "a damaged PNG image (a chunk fails its CRC)"
+        if first:
+            if kind != b"IHDR" or length != 13:
+                return "a damaged PNG image (it does not start with its header)"
+            width, height = struct.unpack_from(">II", data, at + 8)
+            if not (
+                0 < width <= MAX_FIGURE_SIDE and 0 < height <= MAX_FIGURE_SIDE and width * height <= MAX_FIGURE_PIXELS
+            ):
+                return f"a PNG image of {width} x {height} pixels, more than a figure holds"
+            first = False
+        at = body_end + 4
+        if kind == b"IEND":
+            return "" if at == len(data) else "a damaged PNG image (data after its end)"
+    return "a damaged PNG image (truncated)"
+
+
+def figure(path: Path) -> Embedded:
+    """A figure as a data URI, or why it is left out: only a regular PNG file of at most ``MAX_FIGURE_BYTES`` that
+    reads as a whole PNG of sane size, never through a link (a planted link must not smuggle another file's contents
+    into the report). Never raises: a figure that cannot be shown is a line in the report, not a failed report."""
+    try:
+        data = read_regular(path, limit=MAX_FIGURE_BYTES)  # never through a link, never blocking on a FIFO
+    except FileNotFoundError:
+        return Embedded("", "missing")
+    except OSError as e:
+        return Embedded("", "a symbolic link" if e.errno == errno.ELOOP else visible(e.strerror or e))
+    except ValueError as e:
+        big = (str(e).split() or [""])[0]
+        if big.isdigit():
+            return Embedded(
+                "", f"{int(big) / 2**20:,.0f} MB, more than the {MAX_FIGURE_BYTES // 2**20} MB a figure may weigh"
+            )
+        return Embedded("", visible(e))  # "it is a FIFO (named pipe)", ...
+    why = png_problem(data)
+    return Embedded("", why) if why else Embedded("data:image/png;base64," + base64.b64encode(data).decode(), "")
 
 
 def _embed(path: Path) -> str:
-    """A figure as a data URI; only a regular PNG file, never a link (a planted link must not smuggle another
-    file's contents into the report) nor anything else. What is refused shows as a missing image."""
-    try:
-        data = read_regular(path)  # never through a link, never blocking on a FIFO
-    except (OSError, ValueError):
-        return ""
-    if not data.startswith(PNG_MAGIC):
-        return ""
-    return "data:image/png;base64," + base64.b64encode(data).decode()
+    """A figure as a data URI, or "" where ``figure`` leaves it out."""
+    return figure(path).uri
 
 
 def _md_escape(text: str) -> str:
@@ -82,6 +142,7 @@ def template_env(folder: Path) -> jinja2.Environment:
     env.filters["fence"] = fence
     env.filters["code"] = inline_code
     env.filters["embed"] = _embed
+    env.filters["figure"] = figure
     env.filters["rel"] = lambda p: os.path.relpath(p, folder)
     env.filters["vclass"] = lambda v: VERDICT_CLASS.get(v, "v-other")
     env.filters["vglyph"] = lambda v: VERDICT_GLYPH.get(v, "·")
@@ -90,4 +151,14 @@ def template_env(folder: Path) -> jinja2.Environment:
     return env
 
 
-__all__ = ["PNG_MAGIC", "fence", "inline_code", "template_env", "verdict_split"]
+__all__ = [
+    "MAX_FIGURE_BYTES",
+    "PNG_MAGIC",
+    "Embedded",
+    "figure",
+    "png_problem",
+    "fence",
+    "inline_code",
+    "template_env",
+    "verdict_split",
+]

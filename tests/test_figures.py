@@ -140,26 +140,28 @@ def claim(**kw: Any) -> SimpleNamespace:
 
 def render(tmp_path: Path, claims: list[SimpleNamespace], **extra: Any) -> tuple[str, str]:
     env = template_env(tmp_path)
-    data = dict(
-        study=SimpleNamespace(name="s", description=""),
-        claims=claims,
-        curves=[],
-        runs=2,
-        done=2,
-        failed=0,
-        seeds="seeds 0, 1 (2 paired seeds per arm)",
-        floor=0.8,
-        margin=0.01,
-        axes=["model.combine"],
-        held=["task"],
-        command="pelab study s.toml",
-        machine={"pelab": "0"},
-        study_seconds="1",
-        report_seconds="1",
-        source="",
-        Table=Table,
-        **extra,
-    )
+    data = (
+        dict(
+            study=SimpleNamespace(name="s", description=""),
+            claims=claims,
+            curves=[],
+            runs=2,
+            done=2,
+            failed=0,
+            seeds="seeds 0, 1 (2 paired seeds per arm)",
+            floor=0.8,
+            margin=0.01,
+            axes=["model.combine"],
+            held=["task"],
+            command="pelab study s.toml",
+            machine={"pelab": "0"},
+            study_seconds="1",
+            report_seconds="1",
+            source="",
+            Table=Table,
+        )
+        | extra
+    )  # what a test passes replaces the default
     return env.get_template("report.html.j2").render(**data), env.get_template("report.md.j2").render(**data)
 
 
@@ -297,3 +299,18 @@ def test_a_figure_left_out_is_a_visible_line_in_both_reports(tmp_path: Path) -> 
     line = "Figure left out, analyses/pretrained/positions_pca.png: 20 MB, more than the 8 MB a figure may weigh"
     assert f'<p class="left-out">{line} (MiniLM positions).</p>' in html
     assert f"*{line} (MiniLM positions).*" in md and "](analyses/pretrained/positions_pca.png)" not in md
+
+
+def test_every_printed_value_shows_escape_codes_as_text(tmp_path: Path) -> None:
+    """Not only the name: a table's cell, a note, a caveat, a machine's field, the study file, as both templates
+    print them, hold no raw ESC or BEL (the environment's finalize); a caveat keeps its lines and a badge its HTML."""
+    esc = "x\x1b]0;T\x07y"
+    table = Table("arms", ["arm", "verdict"], [[esc, SUPPORTED]])
+    c = claim(verdict=SUPPORTED, tables=[table], caveats=[f"{esc}\nsecond line"], notes=[esc], source=esc, key=esc)
+    html, md = render(tmp_path, [c], study=SimpleNamespace(name=esc, description=esc), machine={"pelab": esc})
+    for page in (html, md):
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", page)
+        assert "x\\x1b]0;T\\x07y" in page
+    assert "<title>pelab report: x\\x1b]0;T\\x07y</title>" in html
+    assert "<li>x\\x1b]0;T\\x07y\nsecond line</li>" in html
+    assert f'<span class="verdict {VERDICT_CLASS[SUPPORTED]}">' in html

@@ -332,6 +332,27 @@ def test_a_stored_failure_reason_with_escape_codes_prints_as_text(tmp_path: Path
     assert "\\x1b]0;owned\\x07planted" in r.err
 
 
+def test_escape_codes_in_stored_names_reach_neither_report(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The study's name and description and a grid's name, as the results database stores them, reach report.html
+    and report.md as text (``\\x1b[31m``), never as the bytes a terminal showing the page acts on: not in the
+    <title>, the <h1>, the description, nor anywhere else."""
+    study = (
+        'name = "n\\u001b[31mRED\\u001b]0;TITLE\\u0007"\ndescription = "d\\u001b[2Jd"\n'
+        '[[grid]]\nname = "g\\u001b[2Jg"\n[grid.axes]\n"model.d" = [16]\n' + TINY
+    )
+    (tmp_path / "s.toml").write_text(study)
+    with stored(METRICS):
+        r = cli(capsys, monkeypatch, "study", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o"), "--no-report")
+    assert r.rc == 0, r.err
+    r = cli(capsys, monkeypatch, "report", str(tmp_path / "o"))
+    assert r.rc == 0, r.err
+    for page in ("report.html", "report.md"):
+        text = (tmp_path / "o" / page).read_text()
+        assert not RAW_CONTROL.search(text), (page, RAW_CONTROL.findall(text))
+        for shown in ("n\\x1b[31mRED\\x1b]0;TITLE\\x07", "d\\x1b[2Jd"):
+            assert shown in text, (page, shown)
+
+
 # --- paths that are not UTF-8: they work, shown with the byte as \xff -------------------------------------------
 RUNNER = """
 import sys

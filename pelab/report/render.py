@@ -130,6 +130,19 @@ def fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+def shown(value: object) -> object:
+    """Every value a template prints, as ``visible`` shows it (its ``finalize``): a name, a description, a reason
+    from the folder can hold an escape code (ESC, BEL) that a terminal showing report.md, or ``cat report.html``,
+    would act on; here it becomes text (``\\x1b``) in both reports, wherever the template prints it. Newlines and
+    tabs stay (the study file, the caveats' lines). Markup (a macro's or a filter's HTML) stays Markup: what
+    ``visible`` writes has no character HTML treats specially."""
+    if isinstance(value, jinja2.Undefined):
+        return value
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(visible(value, lines=True))
+    return visible(value, lines=True)
+
+
 def template_env(folder: Path) -> jinja2.Environment:
     """The report's templates and their filters; figures' paths are made relative to ``folder``."""
     env = jinja2.Environment(
@@ -137,6 +150,7 @@ def template_env(folder: Path) -> jinja2.Environment:
         autoescape=jinja2.select_autoescape(["html.j2"]),
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=shown,
     )
     env.filters["md"] = _md_escape
     env.filters["fence"] = fence

@@ -11,6 +11,7 @@ timeout.
 from __future__ import annotations
 
 import errno
+import html
 import os
 import re
 import shutil
@@ -22,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_hardening import TINY, Result, cli, one_line, stub_backend
 from test_stored_rows import stored, tamper
 
@@ -337,7 +340,8 @@ def test_escape_codes_in_stored_names_reach_neither_report(tmp_path: Path, capsy
     and report.md as text (``\\x1b[31m``), never as the bytes a terminal showing the page acts on: not in the
     <title>, the <h1>, the description, nor anywhere else."""
     study = (
-        'name = "n\\u001b[31mRED\\u001b]0;TITLE\\u0007"\ndescription = "d\\u001b[2Jd"\n'
+        'name = "n\\u001b[31mRED\\u001b]0;TITLE\\u0007 ![p](https://evil.example/p.png) [x](javascript:alert(1))"\n'
+        'description = "d\\u001b[2Jd"\n'
         '[[grid]]\nname = "g\\u001b[2Jg"\n[grid.axes]\n"model.d" = [16]\n' + TINY
     )
     (tmp_path / "s.toml").write_text(study)
@@ -351,6 +355,77 @@ def test_escape_codes_in_stored_names_reach_neither_report(tmp_path: Path, capsy
         assert not RAW_CONTROL.search(text), (page, RAW_CONTROL.findall(text))
         for shown in ("n\\x1b[31mRED\\x1b]0;TITLE\\x07", "d\\x1b[2Jd"):
             assert shown in text, (page, shown)
+    heading = (tmp_path / "o" / "report.md").read_text().splitlines()[0]
+    assert heading.startswith("# n\\x1b[31m") and not LIVE.search(_markdown(heading).removeprefix("<h1>")), heading
+
+
+# --- Markdown in names: report.md shows it as typed, and pelab's own text as before -------------------------------
+#: What no user text may make of report.md: a link or an image (a remote pixel, javascript:), emphasis, a heading,
+#: a list, a quote, a code block, a rule, raw HTML.
+LIVE = re.compile(r"<(a|img|em|strong|s|del|h[1-6]|ul|ol|li|blockquote|pre|hr|script|iframe)\b")
+HOSTILE_MD = [
+    "x ![p](https://evil.example/pixel.png) [x](javascript:alert(1)) **b**",
+    "# heading",
+    "- item",
+    "1. item",
+    "```",
+    "> quote",
+    "[r]: https://evil.example\n[r]",
+    "[a][r] [b][] [c] [^1] <https://evil.example> https://evil.example www.evil.example",
+    "_u_ __v__ *w* ~x~ ~~y~~ ***z***",
+    "\\[a](b) \\*c\\* a\\|b \\`[d](e)` `f` [`g`](h)",
+    "<img src=x onerror=alert(1)> &lt;b&gt; &#106;avascript:",
+    "---",
+]
+
+
+def _markdown(text: str) -> str:
+    markdown_it = pytest.importorskip("markdown_it")
+    return markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(text)
+
+
+@pytest.mark.parametrize("text", HOSTILE_MD)
+def test_markdown_in_a_name_renders_as_typed(text: str) -> None:
+    """A name's Markdown, wherever report.md puts it (a heading, a paragraph, a table's cell), renders as the text
+    it is: no link, image, emphasis or block of its own, and a table row keeps its one cell."""
+    from pelab.report.render import _md_escape
+
+    shown = _md_escape(text)
+    heading = _markdown(f"# {shown}\n").strip()
+    assert heading.startswith("<h1>") and not LIVE.search(heading.removeprefix("<h1>")), (text, shown, heading)
+    for page in (f"{shown}\n", f"| a |\n|---|\n| {shown} |\n"):
+        out = _markdown(page)
+        assert not LIVE.search(out), (text, shown, out)
+    assert _markdown(f"| a |\n|---|\n| {shown} |\n").count("<td>") == 1
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet="[]()!*_~`\\|#-+>:/.1 ahw<&\n", max_size=24))
+def test_no_markdown_in_a_name_acts(text: str) -> None:
+    from pelab.report.render import _md_escape
+
+    out = _markdown(f"{_md_escape(text)}\n")
+    assert not LIVE.search(out), (text, _md_escape(text), out)
+
+
+def test_pelabs_own_text_is_written_as_before() -> None:
+    """The escaping acts where Markdown would, and nowhere else: what pelab writes (published in docs/results.md)
+    comes out byte for byte as it did before names were escaped for Markdown."""
+    from pelab.report.render import _md_escape
+
+    for text in [
+        "language models at d=32: add or concatenate",
+        "C6",
+        "concat_split − add along training, at d=32 → 64 ± 2%",
+        "its 95% interval [−1.8%, −0.8%] lies inside ±2%; only its Holm-widened one [−2.4%, −0.2%]",
+        "task=sort, d=16 (task.length=16, task.vocab=16)",
+        "A − B -0.026 [-0.045, -0.007] token/position subspace overlap",
+        "`pelab study --preset full` runs it; `~/.cache/pelab/*.png`",
+        "max |drawn − closed form| = 1.4e-14",
+        "seeds 0–9 (sequential; 5 or 30 on a grid's own seeds) & 1,540 finished runs <",
+    ]:
+        old = html.escape(" ".join(text.splitlines()), quote=False).replace("|", "\\|")
+        assert _md_escape(text) == old, text
 
 
 # --- paths that are not UTF-8: they work, shown with the byte as \xff -------------------------------------------

@@ -108,11 +108,47 @@ def _embed(path: Path) -> str:
     return figure(path).uri
 
 
+#: Markdown that user text (a study's name, a grid's, a failure's reason) could hold, each made inert by a backslash
+#: where it would act and nowhere else, so pelab's own text (concat_split, [−1.8%, −0.8%], d=32: add) is written byte
+#: for byte as before: a backslash that would escape what follows; a table's `|`; `](`, `][` and `]:`, which make a
+#: link, an image or a link's definition of brackets; `*` and `~` (emphasis, strikethrough), and `_` unless between
+#: two letters or digits (where it cannot emphasise); a scheme's `://` and `www.`, which GitHub makes links of.
+_MD_ACTIVE = [
+    (re.compile(r"\\(?=[!-/:-@\[-`{-~])"), r"\\\\"),
+    (re.compile(r"\|"), r"\\|"),
+    (re.compile(r"\](?=[(\[:])"), r"]\\"),
+    (re.compile(r"[*~]"), r"\\\g<0>"),
+    (re.compile(r"(?<![^\W_])_|_(?![^\W_])"), r"\\_"),
+    (re.compile(r"(?i)\b(https?|ftp)(?=://)"), r"\1\\"),
+    (re.compile(r"(?i)\bwww(?=\.)"), r"www\\"),
+]
+#: A code span as pelab writes one in its own text (`pelab study --preset full`): one backtick each side, as
+#: Markdown pairs them, left to right. Nothing in it acts, and a backslash would show, so it is left as it was.
+_MD_CODE = re.compile(r"(?<![`\\])(`[^`]+`)(?!`)")
+#: What starts a block of its own at the start of a paragraph (the description, a note): a heading's `#`, a list's
+#: `-`, `+` or `1.`, a code fence's backticks.
+_MD_BLOCK_START = re.compile(r"^( {0,3})(#|[-+](?=\s|$|[-+])|\d{1,9}(?=[.)](?:\s|$))|```)")
+
+
+def _md_inert(text: str) -> str:
+    for pattern, escaped in _MD_ACTIVE:
+        text = pattern.sub(escaped, text)
+    return text
+
+
+def _block_escaped(m: re.Match[str]) -> str:
+    lead, mark = m.group(1), m.group(2)
+    return f"{lead}{mark}\\" if mark[0].isdigit() else f"{lead}\\{mark}"
+
+
 def _md_escape(text: str) -> str:
-    """User text as inert Markdown: no HTML, no table breaks, and no line break that could end a heading or a
-    table row and start a block of its own."""
+    """User text as inert Markdown: no HTML, no table breaks, no line break that could end a heading or a table row
+    and start a block of its own, and no Markdown that would act (a link, an image, emphasis; ``_MD_ACTIVE``) outside
+    a code span: a name reads as typed, and pelab's own text as before."""
     flat = visible(" ".join(str(text).splitlines()))  # and no escape code for a terminal that shows report.md
-    return html.escape(flat, quote=False).replace("|", "\\|")
+    parts = _MD_CODE.split(html.escape(flat, quote=False))
+    out = "".join(p.replace("|", "\\|") if i % 2 else _md_inert(p) for i, p in enumerate(parts))
+    return _MD_BLOCK_START.sub(_block_escaped, out)
 
 
 def inline_code(text: str) -> markupsafe.Markup:

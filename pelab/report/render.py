@@ -125,6 +125,8 @@ _MD_ACTIVE = [
 #: A code span as pelab writes one in its own text (`pelab study --preset full`): one backtick each side, as
 #: Markdown pairs them, left to right. Nothing in it acts, and a backslash would show, so it is left as it was.
 _MD_CODE = re.compile(r"(?<![`\\])(`[^`]+`)(?!`)")
+#: Four spaces that would start a paragraph's code block; Markdown drops a paragraph's leading spaces anyway.
+_MD_INDENT = re.compile(r"^ {4,}")
 #: What starts a block of its own at the start of a paragraph (the description, a note): a heading's `#`, a list's
 #: `-`, `+` or `1.`, a code fence's backticks.
 _MD_BLOCK_START = re.compile(r"^( {0,3})(#|[-+](?=\s|$|[-+])|\d{1,9}(?=[.)](?:\s|$))|```)")
@@ -148,7 +150,7 @@ def _md_escape(text: str) -> str:
     flat = visible(" ".join(str(text).splitlines()))  # and no escape code for a terminal that shows report.md
     parts = _MD_CODE.split(html.escape(flat, quote=False))
     out = "".join(p.replace("|", "\\|") if i % 2 else _md_inert(p) for i, p in enumerate(parts))
-    return _MD_BLOCK_START.sub(_block_escaped, out)
+    return _MD_BLOCK_START.sub(_block_escaped, _MD_INDENT.sub("", out))
 
 
 def inline_code(text: str) -> markupsafe.Markup:

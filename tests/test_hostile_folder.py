@@ -145,6 +145,7 @@ LINKED = [
     "report.md",
     "claims.json",
     "sequential.json",
+    "protocol.json",
 ]
 
 

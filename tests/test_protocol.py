@@ -89,6 +89,45 @@ def test_the_protocol_is_written_once_and_keeps_its_history(tmp_path: Path) -> N
     assert pr.read_protocol(tmp_path / "nowhere") is None
 
 
+def test_a_received_protocol_is_read_as_untrusted_input(tmp_path: Path) -> None:
+    """protocol.json was read with is_file/read_text: a link out of the folder was followed, a FIFO or a folder there
+    was "no protocol", a 3 GB file was read whole and deep nesting was a RecursionError traceback."""
+    import os
+
+    from pelab.study.folder import StudyFolder
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    path = folder / pr.RECORD
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"format": pr.FORMAT}))
+    path.symlink_to(outside)
+    with pytest.raises(PelabError, match="protocol.json: is a symbolic link, not a protocol record"):
+        pr.read_protocol(folder)
+    with pytest.raises(PelabError, match="protocol.json: is a symbolic link"):
+        StudyFolder(folder).check()
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(PelabError, match=r"protocol.json: is a FIFO \(named pipe\), not a protocol record"):
+        pr.read_protocol(folder)
+    with pytest.raises(PelabError, match="protocol.json: is a FIFO"):
+        StudyFolder(folder).check()
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(PelabError, match="protocol.json: is a folder, not a protocol record"):
+        pr.read_protocol(folder)
+    path.rmdir()
+    path.write_bytes(b"")
+    os.truncate(path, 3 * 2**30)  # sparse: 3 GB on paper
+    with pytest.raises(PelabError, match="protocol.json: holds 3,221,225,472 bytes, more than a protocol record"):
+        pr.read_protocol(folder)
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(PelabError, match="is not a protocol pelab wrote .*nested too deep"):
+        pr.read_protocol(folder)
+    path.unlink()
+    assert pr.read_protocol(folder) is None
+
+
 def test_the_rules_hash_covers_every_file_that_decides_a_verdict(tmp_path: Path) -> None:
     root = rules_copy(tmp_path)
     names = {f.relative_to(root).as_posix() for f in pr.rule_files(root)}

@@ -5,6 +5,7 @@ model back from them. Everything else asks a ``StudyFolder`` for a path instead 
 OUT/
   results.sqlite            every run's config, status, metrics and learning curve (pelab.study.store)
   study.lock                held by the one pelab command that writes this folder
+  protocol.json, sequential.json   the frozen protocol and a sequential study's rounds (pelab.study.protocol, .design)
   checkpoints/<run_id>.safetensors   weights, with --checkpoints (and the runs the report analyses)
   analyses/, figures/       written by the report
   report.html, report.md, claims.json, claims.md
@@ -43,6 +44,7 @@ FILES = {
     **{DB_NAME + s: "a results database" + (" file" if s else "") for s in DB_FILES},
     LOCK_NAME: "a lock file",
     "sequential.json": "a sequential record",
+    "protocol.json": "a protocol record",
     "report.html": "a report page",
     "report.md": "a report page",
     "claims.json": "a claims record",

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -39,7 +40,7 @@ from typing import Any
 
 import pelab
 from pelab.errors import PelabError
-from pelab.files import write_atomic
+from pelab.files import read_file, write_atomic
 from pelab.study.grid import Study
 
 RECORD = "protocol.json"
@@ -47,6 +48,9 @@ FORMAT = 1
 #: Every file whose text decides a verdict, as globs relative to the package's folder.
 RULE_FILES = ("rules/*.py", "study/sequential.py", "study/design.py", "report/claims/*.py")
 NOT_GIT = "not a git checkout"
+#: Largest protocol read (bytes): one entry is a few KB, so even thousands of later trainings stay far below it; a
+#: received folder's 3 GB protocol.json is refused, not read into memory.
+MAX_PROTOCOL_BYTES = 1 << 24
 #: How long ``git rev-parse`` may take before the checkout is said to be none.
 GIT_SECONDS = 10
 
@@ -130,10 +134,12 @@ def entry(study: Study, root: Path | None = None, when: str | None = None) -> di
 def read_protocol(folder: Path) -> dict[str, Any] | None:
     """``protocol.json`` of a study folder, or None where there is none (trained before pelab wrote protocols)."""
     path = Path(folder) / RECORD
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
+    # a received folder is untrusted: never through a link, never a FIFO or a folder taken for "no protocol"
+    data = read_file(path, "a protocol record", MAX_PROTOCOL_BYTES)
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(data)
         if not isinstance(record, dict) or record.get("format") != FORMAT:
             raise ValueError(f"format {record.get('format') if isinstance(record, dict) else None!r}")
         for e in entries(record):  # what the report's protocol line prints, of every entry (``_since``): text
@@ -142,6 +148,8 @@ def read_protocol(folder: Path) -> dict[str, Any] | None:
             ):
                 raise TypeError("an entry's date, commit and sha256s must be text")
             list(e["confirmatory"])
+    except RecursionError:
+        raise PelabError(f"out: {path} is not a protocol pelab wrote (JSON nested too deep)") from None
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise PelabError(f"out: {path} is not a protocol pelab wrote ({type(e).__name__}: {e})") from None
     return record

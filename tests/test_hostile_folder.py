@@ -576,3 +576,50 @@ def test_the_command_guards_ctrl_c_from_its_first_import_and_a_library_user_keep
     plain = "import signal, pelab; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
     p = subprocess.run([sys.executable, "-c", plain], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "True", p.stderr
+
+
+# --- sequential.json: counts the design code would trust --------------------------------------------------------
+def _sequential(study_dir: Path, record: str) -> None:
+    """The folder's study made sequential (at most 4 seeds per arm), with ``record`` as its sequential.json."""
+    from pelab.study.store import Store
+
+    with Store(study_dir, create=False) as store:
+        store.set_meta(study=TINY + "[sequential]\nmax_seeds = 4\n")
+    (study_dir / "sequential.json").write_text(record)
+
+
+def _record(count: object) -> str:
+    import json
+
+    from pelab.study.grid import parse_study
+
+    arm = parse_study(TINY).runs[0].arm_id
+    return json.dumps({"design": {}, "rounds": [{"round": 1, "seeds": {arm: count}}]})
+
+
+@pytest.mark.parametrize(
+    "record, words",
+    [
+        (_record(5), "round 1 gives arm"),  # past the cap: design.py's KeyError: 4
+        (_record(50_000_000), "'50000000' seeds; allowed: an integer in 0..4"),  # 50M configs built
+        (_record(-1), "allowed: an integer in 0..4"),
+        (_record("3"), "allowed: an integer in 0..4"),
+        (_record(True), "allowed: an integer in 0..4"),
+        ('{"rounds": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
+        ('{"rounds": [], "design": ' + "[" * 40 + "]" * 40 + "}", "nested deeper than 32"),
+        ('{"rounds": [' + ",".join(['{"seeds": {}}'] * 5) + "]}", "5 rounds, more than"),
+        ('{"rounds": {}}', "no list of rounds"),
+    ],
+    ids=["over-cap", "fifty-million", "negative", "text", "bool", "deep", "deep-elsewhere", "rounds", "no-rounds"],
+)
+def test_a_sequential_record_past_its_cap_is_refused_in_one_line(
+    study_dir: Path, capsys, monkeypatch, record: str, words: str
+) -> None:
+    _sequential(study_dir, record)
+    refused(cli(capsys, monkeypatch, "results", str(study_dir)), "sequential.json is not a sequential record", words)
+
+
+def test_a_sequential_record_within_its_cap_is_read(study_dir: Path, capsys, monkeypatch) -> None:
+    _sequential(study_dir, _record(4))
+    r = cli(capsys, monkeypatch, "results", str(study_dir))
+    assert r.rc == 0, r.err

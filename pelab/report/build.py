@@ -40,7 +40,8 @@ from pelab.report.registry import Claim, ClaimResult, Figure, Section, Table
 from pelab.report.render import template_env, verdict_split
 from pelab.report.summary import DOC, claims_markdown, not_measured, run_elsewhere, scale, seeds_line
 from pelab.rules import ERROR, FLOOR_POLICY, NOT_RUN
-from pelab.study.design import load_design, reading_under, seeds_text
+from pelab.study.design import reading_under, seeds_text
+from pelab.study.folder import StudyFolder
 from pelab.study.protocol import confirmatory_runs, read_protocol, reading_protocol
 
 __all__ = ["VERDICT_CLASS", "VERDICT_GLYPH", "build_report", "decide_claims", "template_env", "verdict_split"]
@@ -84,7 +85,7 @@ def load_context(folder: Path) -> ReportContext:
         excluded = len(store.excluded)  # rows that do not hold together: left out, and the report says how many
     if study is None:
         raise PelabError(f"out: {folder} has no study file recorded; run `pelab study` there first")
-    study, design = load_design(folder, study)  # a sequential study: the seeds its rounds added
+    study, design = StudyFolder(folder).load_design(study)  # a sequential study: the seeds its rounds added
     ids = {r.run_id for r in study.runs}
     rows = [r for r in rows if r["run_id"] in ids]
     rows = same_computation(rows)

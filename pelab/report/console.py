@@ -57,9 +57,9 @@ def results_table(
         raise PelabError(f"out: {out} has no stored runs yet")
     frame = runs_frame(rows)
     if study is not None:
-        from pelab.study.design import load_design
+        from pelab.study.folder import StudyFolder
 
-        study = load_design(out, study)[0]  # a sequential study: with the seeds its rounds added
+        study = StudyFolder(out).load_design(study)[0]  # a sequential study: with the seeds its rounds added
         frame = frame[frame.run_id.isin({r.run_id for r in study.runs})]
     keys = by or (study.axes if study is not None else []) or ["task.name"]
     if not by:  # the study's axes, and any setting that tells apart arms they would pool

@@ -19,19 +19,23 @@ too), before a command reads or writes it; the files themselves are then opened 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pelab.config import RunConfig
 from pelab.errors import PelabError
-from pelab.files import check_regular, real_folder, refusal
+from pelab.files import check_regular, read_file, real_folder, refusal
 from pelab.study.store import DB_FILES, DB_NAME, LOCK_NAME, Store, StudyLock
 
 if TYPE_CHECKING:
     from pelab.model import Transformer
+    from pelab.study.design import Design
+    from pelab.study.grid import Study
 
 #: Temporary files of writes that a kill interrupted: ``pelab.files.atomic_path``'s ``.NAME.XXXX.tmp``, and
 #: the names older pelab versions used (``NAME.safetensors.tmp<pid>``, ``.tmp*``, the Ray backend's ``.part``).
@@ -56,6 +60,49 @@ FOLDERS = (CHECKPOINTS, "analyses", "figures")
 def checkpoint_file(checkpoints: str | Path, run_id: str) -> Path:
     """Where a run's weights go in a checkpoints folder (backends get the folder, not the study)."""
     return Path(checkpoints) / f"{run_id}.safetensors"
+
+
+#: How deep a record pelab writes nests (sequential.json: 3); past it a received record is refused before the code
+#: that reads it recurses.
+MAX_RECORD_DEPTH = 32
+
+
+def _depth(value: Any) -> int:
+    """How deep a parsed JSON value nests, walked without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return deepest
+
+
+def sequential_problem(record: Any, max_seeds: int, fixed: Mapping[str, Sequence[int]] = {}) -> str | None:  # noqa: B006
+    """Why a parsed sequential.json cannot be a record pelab wrote for a study capped at ``max_seeds`` seeds per arm
+    (None when it can): nested past MAX_RECORD_DEPTH, no list of rounds, more rounds than the cap allows (each adds
+    a seed), or a round's seed count that is not an integer in 0..max_seeds (0..its own seeds' count for an arm of
+    a grid with its own seeds, ``fixed``; the design leaves those as they are). ``pelab.study.design`` trusts the
+    counts: one past the cap was a KeyError, 50,000,000 built 50M configs."""
+    if _depth(record) > MAX_RECORD_DEPTH:
+        return f"nested deeper than {MAX_RECORD_DEPTH}"
+    rounds = record.get("rounds") if isinstance(record, dict) else None
+    if not isinstance(rounds, list):
+        return "no list of rounds"
+    if len(rounds) > max_seeds:
+        return f"{len(rounds):,} rounds, more than a study of at most {max_seeds} seeds per arm can have"
+    for i, r in enumerate(rounds, start=1):
+        seeds = r.get("seeds") if isinstance(r, dict) else None
+        if not isinstance(seeds, dict):
+            return f"round {i} has no map of arm -> seed count"
+        for arm, n in seeds.items():
+            most = max(max_seeds, len(fixed.get(arm, ())))
+            if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= most:
+                said = f"{str(n)[:20]!r} seeds"
+                return f"round {i} gives arm {str(arm)[:20]!r} {said}; allowed: an integer in 0..{most}"
+    return None
 
 
 def _check_tree(top: Path) -> None:
@@ -118,6 +165,25 @@ class StudyFolder:
         from pelab.weights.safe import is_whole
 
         return os.path.lexists(self.checkpoint(run_id)) and is_whole(self.checkpoint(run_id))
+
+    def load_design(self, study: Study) -> tuple[Study, Design | None]:
+        """``pelab.study.design.load_design``, after checking the folder's sequential.json against ``study``'s
+        ``[sequential]`` (``sequential_problem``): a received record is untrusted, and the design code reads its
+        counts as they are. A record that does not hold together: one PelabError naming the file."""
+        from pelab.study.design import MAX_RECORD_BYTES, RECORD, load_design
+
+        path = self.root / RECORD
+        if study.sequential is not None and os.path.lexists(path):
+            data = read_file(path, "a sequential record", MAX_RECORD_BYTES)  # never through a link, never a FIFO
+            try:
+                why = sequential_problem(json.loads(data), study.sequential.max_seeds, study.fixed)
+            except RecursionError:
+                why = "JSON nested too deep"
+            except ValueError as e:
+                why = f"not JSON: {str(e).splitlines()[0][:80]}"
+            if why is not None:
+                raise PelabError(f"out: {path} is not a sequential record pelab wrote ({why}); move it away")
+        return load_design(self.root, study)
 
     def lock(self) -> StudyLock:
         return StudyLock(self.root)

@@ -623,3 +623,36 @@ def test_a_sequential_record_within_its_cap_is_read(study_dir: Path, capsys, mon
     _sequential(study_dir, _record(4))
     r = cli(capsys, monkeypatch, "results", str(study_dir))
     assert r.rc == 0, r.err
+
+
+# --- a checkpoint whose header names another model: damaged, never built -------------------------------------------
+def test_a_checkpoint_naming_another_model_counts_as_damaged_and_is_never_built(study_dir: Path, monkeypatch) -> None:
+    """A 591-byte file whose header names d=2048 and 24 layers had a report worker build ~5 GB of model before
+    ``load`` refused it, and the refusal ended the whole report: the header is read against the run's config."""
+    from safetensors.torch import save_file
+
+    import pelab.model
+    from pelab.checkpoint import save
+    from pelab.config import ModelConfig
+    from pelab.model import Transformer
+    from pelab.report.build import load_context
+    from pelab.study.folder import StudyFolder
+
+    ctx = load_context(study_dir)
+    bomb, good = sorted(ctx.configs)[:2]
+    folder = StudyFolder(study_dir)
+    folder.checkpoints.mkdir()
+    huge = ctx.configs[bomb].model.model_copy(update={"d": 2048, "n_layers": 24, "d_ff": 8192})
+    save_file({}, str(folder.checkpoint(bomb)), metadata={"pelab_model_config": huge.canonical_json()})
+    assert folder.checkpoint(bomb).stat().st_size < 1000
+    save(Transformer(ctx.configs[good].model), folder.checkpoint(good))
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model was built to check a checkpoint")
+
+    monkeypatch.setattr(pelab.model.Transformer, "__init__", never)
+    assert not ctx.has_checkpoint(bomb) and not ctx.measurable(bomb)  # damaged: counted, never loaded
+    assert ctx.has_checkpoint(good) and ctx.measurable(good)
+    assert folder.has_checkpoint(bomb)  # whole, asked without the run's config (a study's damaged-file check)
+    assert not folder.has_checkpoint(bomb, ctx.configs[bomb].model)
+    assert not folder.has_checkpoint(good, ModelConfig(d=32))  # a whole pelab model, but not this run's

@@ -249,7 +249,10 @@ class ReportContext:
         return StudyFolder(self.folder).folder("analyses")
 
     def has_checkpoint(self, run_id: str) -> bool:
-        return StudyFolder(self.folder).has_checkpoint(run_id)
+        """Whether the run's weights are there, whole, and of the model its stored config describes (a checkpoint
+        whose header names another model is damaged: counted, never loaded)."""
+        cfg = self.configs.get(run_id)
+        return StudyFolder(self.folder).has_checkpoint(run_id, cfg.model if cfg is not None else None)
 
     def measurable(self, run_id: str) -> bool:
         """Whether a run's measures can be read: its weights are there, or they are gone (deleted to save space, a

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pelab.config import RunConfig
+from pelab.config import ModelConfig, RunConfig
 from pelab.errors import PelabError
 from pelab.files import check_regular, read_file, real_folder, refusal
 from pelab.study.store import DB_FILES, DB_NAME, LOCK_NAME, Store, StudyLock
@@ -105,6 +105,35 @@ def sequential_problem(record: Any, max_seeds: int, fixed: Mapping[str, Sequence
     return None
 
 
+#: (path, inode, size, mtime) -> whether a checkpoint is whole and the model its header names: the report asks of
+#: every run many times, and a header is read once per version of the file.
+_NAMED: dict[tuple[str, int, int, int], tuple[bool, ModelConfig | None]] = {}
+
+
+def _checkpoint_model(path: Path) -> tuple[bool, ModelConfig | None]:
+    """Whether a checkpoint is whole (``pelab.weights.safe.header``: not a link, a FIFO, cut short or padded), and
+    the model its header names (``pelab_model_config``, as ``pelab.checkpoint.save`` writes it), validated without
+    building it; None where it names none pelab can validate."""
+    from pelab.weights.safe import header
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False, None
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _NAMED:
+        try:
+            meta = header(path, follow=False, exact=True).get("__metadata__") or {}
+        except PelabError:
+            _NAMED[key] = (False, None)
+            return _NAMED[key]
+        try:
+            _NAMED[key] = (True, ModelConfig(**json.loads(meta["pelab_model_config"])))
+        except (PelabError, ValueError, TypeError, KeyError, RecursionError):
+            _NAMED[key] = (True, None)
+    return _NAMED[key]
+
+
 def _check_tree(top: Path) -> None:
     """Every entry below ``top`` a real folder or a regular file (links are refused, never followed)."""
     stack = [top]
@@ -159,12 +188,17 @@ class StudyFolder:
                 raise refusal(self.root / name, st.st_mode, "a folder", "move it away")
             _check_tree(self.root / name)
 
-    def has_checkpoint(self, run_id: str) -> bool:
+    def has_checkpoint(self, run_id: str, model: ModelConfig | None = None) -> bool:
         """Whether the run's weights are there and whole: a damaged checkpoint (truncated, garbage, a link)
-        counts as missing (``pelab.weights.safe``)."""
-        from pelab.weights.safe import is_whole
-
-        return os.path.lexists(self.checkpoint(run_id)) and is_whole(self.checkpoint(run_id))
+        counts as missing (``pelab.weights.safe``). With ``model`` (the run's stored ``RunConfig.model``), the
+        model its header names must be that one too, read from the header alone: a 591-byte file naming d=2048
+        and 24 layers once had a report worker build 5 GB of model before ``load`` refused it, and the refusal
+        ended the whole report."""
+        path = self.checkpoint(run_id)
+        if not os.path.lexists(path):
+            return False
+        whole, named = _checkpoint_model(path)
+        return whole and (model is None or named == model)
 
     def load_design(self, study: Study) -> tuple[Study, Design | None]:
         """``pelab.study.design.load_design``, after checking the folder's sequential.json against ``study``'s

@@ -199,7 +199,7 @@ def test_a_damaged_checkpoint_counts_as_missing(tmp_path, how) -> None:
 
     folder = StudyFolder(tmp_path)
     folder.checkpoints.mkdir()
-    path = folder.checkpoint("r1")
+    path = folder.checkpoint("0123456789abcdef")
     streams_file(path, "whole" if how != "fifo" else "fifo")
     if how == "whole":
         pass
@@ -209,7 +209,7 @@ def test_a_damaged_checkpoint_counts_as_missing(tmp_path, how) -> None:
         path.symlink_to(tmp_path / "elsewhere.safetensors")
     elif how != "fifo":
         streams_file(path, how)
-    assert not folder.has_checkpoint("r1")
+    assert not folder.has_checkpoint("0123456789abcdef")
     from pelab.checkpoint import load
 
     with pytest.raises(PelabError, match="checkpoint: "):
@@ -221,8 +221,8 @@ def test_a_whole_checkpoint_is_there(tmp_path) -> None:
 
     folder = StudyFolder(tmp_path)
     folder.checkpoints.mkdir()
-    streams_file(folder.checkpoint("r1"), "whole")
-    assert folder.has_checkpoint("r1") and not folder.has_checkpoint("r2")
+    streams_file(folder.checkpoint("0123456789abcdef"), "whole")
+    assert folder.has_checkpoint("0123456789abcdef") and not folder.has_checkpoint("fedcba9876543210")
 
 
 def test_pelab_study_trains_a_run_with_a_damaged_checkpoint_again(tmp_path, capsys, monkeypatch) -> None:

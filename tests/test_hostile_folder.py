@@ -515,9 +515,9 @@ def test_a_sparse_or_huge_checkpoint_says_so(tmp_path: Path, monkeypatch) -> Non
 
     study = StudyFolder(tmp_path)
     study.checkpoints.mkdir()
-    path = study.checkpoint("r1")
+    path = study.checkpoint("0123456789abcdef")
     save(Transformer(ModelConfig(d=16)), path)
-    assert study.has_checkpoint("r1") and load(path) is not None
+    assert study.has_checkpoint("0123456789abcdef") and load(path) is not None
 
     def no_memory(data: bytes) -> dict:
         raise MemoryError
@@ -529,7 +529,9 @@ def test_a_sparse_or_huge_checkpoint_says_so(tmp_path: Path, monkeypatch) -> Non
     os.truncate(path, 10 * 2**30)  # sparse: 10 GB on paper, nothing on disk
     with pytest.raises(PelabError, match=f"checkpoint: {re.escape(str(path))} .*bytes follow its last tensor"):
         load(path)
-    assert not study.has_checkpoint("r1")  # damaged: the report counts it missing, a study trains it again
+    assert not study.has_checkpoint(
+        "0123456789abcdef"
+    )  # damaged: the report counts it missing, a study trains it again
 
 
 # --- an absurd estimate asks, or is refused ------------------------------------------------------------------------
@@ -656,3 +658,41 @@ def test_a_checkpoint_naming_another_model_counts_as_damaged_and_is_never_built(
     assert folder.has_checkpoint(bomb)  # whole, asked without the run's config (a study's damaged-file check)
     assert not folder.has_checkpoint(bomb, ctx.configs[bomb].model)
     assert not folder.has_checkpoint(good, ModelConfig(d=32))  # a whole pelab model, but not this run's
+
+
+# --- a stored run id is a run id: 16 hex digits, its config's -----------------------------------------------------
+def test_a_stored_run_id_that_is_a_path_is_left_out_and_never_read(
+    study_dir: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """A row stored as ``<id>/../../../outside_model`` once had ``pelab analyze --run <id>`` read a checkpoint
+    outside the folder; a row whose id is not its config's is no run of that config either."""
+    import sqlite3
+
+    from safetensors.torch import save_file
+
+    from pelab.study.folder import StudyFolder, checkpoint_file
+    from pelab.study.store import Store
+
+    outside = tmp_path / "outside_model.safetensors"
+    save_file({}, str(outside))
+    (study_dir / "checkpoints").mkdir()
+    with sqlite3.connect(study_dir / DB_NAME) as conn:
+        first, second, _ = (r for (r,) in conn.execute("SELECT run_id FROM runs ORDER BY run_id"))
+        conn.execute("UPDATE runs SET run_id = ? WHERE run_id = ?", (f"{first}/../../../outside_model", first))
+        conn.execute("UPDATE runs SET run_id = ? WHERE run_id = ?", ("0" * 16, second))  # the id of no config
+    with Store(study_dir, create=False) as store:
+        kept = store.rows(quiet=True)
+        assert {r["run_id"] for r in kept}.isdisjoint({first, second, "0" * 16}) and len(kept) == 1
+        assert sorted(why for _, why in store.excluded) == [
+            f"its config is run {second}, not the run id it is stored under",
+            "its run id is not 16 hexadecimal digits",
+        ]
+    before = snapshot(tmp_path, study_dir)
+    r = cli(capsys, monkeypatch, "analyze", "spectrum", "--run", first[:4], "--db", str(study_dir), "--out",
+            str(tmp_path / "a"))  # fmt: skip
+    refused(r, f"no run '{first[:4]}'")
+    assert snapshot(tmp_path, study_dir) == before
+    with pytest.raises(PelabError, match="is not a run id; allowed: 16 hexadecimal digits"):
+        checkpoint_file(study_dir / "checkpoints", f"{first}/../../../outside_model")
+    with pytest.raises(PelabError, match="is not a run id"):
+        StudyFolder(study_dir).has_checkpoint("../x")

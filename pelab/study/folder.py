@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pelab.config import ModelConfig, RunConfig
-from pelab.errors import PelabError
+from pelab.errors import PelabError, visible
 from pelab.files import check_regular, read_file, real_folder, refusal
-from pelab.study.store import DB_FILES, DB_NAME, LOCK_NAME, Store, StudyLock
+from pelab.study.store import DB_FILES, DB_NAME, LOCK_NAME, RUN_ID, Store, StudyLock
 
 if TYPE_CHECKING:
     from pelab.model import Transformer
@@ -58,7 +58,11 @@ FOLDERS = (CHECKPOINTS, "analyses", "figures")
 
 
 def checkpoint_file(checkpoints: str | Path, run_id: str) -> Path:
-    """Where a run's weights go in a checkpoints folder (backends get the folder, not the study)."""
+    """Where a run's weights go in a checkpoints folder (backends get the folder, not the study). A run id is 16
+    hex digits (``RunConfig.run_id``); anything else (``<id>/../../outside``, from a received database) is refused,
+    so no path is made from it."""
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise PelabError(f"run: '{visible(str(run_id)[:80])}' is not a run id; allowed: 16 hexadecimal digits")
     return Path(checkpoints) / f"{run_id}.safetensors"
 
 

@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import os
+import re
 import sqlite3
 import sys
 from datetime import UTC, datetime
@@ -415,12 +416,29 @@ def _config_problem(text: str, plugins: tuple[tuple[str, str], ...]) -> str | No
     return None
 
 
+#: What a run id is (``RunConfig.run_id``: the first 16 hex digits of its config's sha256).
+RUN_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def config_id(text: str) -> str:
+    """The run id of a stored config that validates (``config_problem`` is None), memoised as it is."""
+    return _config_id(text, tuple(sorted(loaded_plugins().items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _config_id(text: str, plugins: tuple[tuple[str, str], ...]) -> str:
+    return RunConfig.model_validate(json.loads(text)).run_id
+
+
 def row_problem(row: dict[str, Any]) -> str | None:
     """Why a stored row cannot be used (None when it can); its JSON fields are parsed in place. A run id, a known
     status, parsable JSON of the right type in every field, a config this pelab validates (one from a newer
-    pelab does not), and, for a finished run, finite metrics in range."""
+    pelab does not) whose id is the row's (a received row named ``<id>/../../outside`` once led ``pelab analyze``
+    to a checkpoint outside the folder), and, for a finished run, finite metrics in range."""
     if not isinstance(row.get("run_id"), str):
         return "no run id"
+    if not RUN_ID.fullmatch(row["run_id"]):
+        return "its run id is not 16 hexadecimal digits"
     if row.get("status") not in STATUSES:
         return f"status {str(row.get('status'))[:40]!r} is not one of {', '.join(STATUSES)}"
     for k in JSON_FIELDS:
@@ -446,9 +464,12 @@ def row_problem(row: dict[str, Any]) -> str | None:
         )
     if not isinstance(row["config"], dict):
         return f"config is a JSON {type(row['config']).__name__}, not an object"
-    why = config_problem(json.dumps(row["config"], sort_keys=True))
+    text = json.dumps(row["config"], sort_keys=True)
+    why = config_problem(text)
     if why is not None:
         return why
+    if config_id(text) != row["run_id"]:
+        return f"its config is run {config_id(text)}, not the run id it is stored under"
     why = _metrics_problem("metrics", row["metrics"] if row["metrics"] is not None else {}, done)
     if why is None:
         evals = row["evals"] if row["evals"] is not None else {}

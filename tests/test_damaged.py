@@ -245,7 +245,10 @@ def test_pelab_study_trains_a_run_with_a_damaged_checkpoint_again(tmp_path, caps
             for cfg in (c for g in groups for c in g):
                 trained.append(cfg.run_id)
                 on_result(
-                    cfg, RunResult(run_id=cfg.run_id, status="done", metrics={"acc": 0.5}, versions=STUB_VERSIONS)
+                    cfg,
+                    RunResult(
+                        run_id=cfg.run_id, status="done", metrics={"acc": 0.5, "loss": 1.0}, versions=STUB_VERSIONS
+                    ),
                 )
 
         yield "a stub", execute, 1

@@ -84,6 +84,16 @@ LIES = {
     "curve an object": ("curve", '{"step": 1}'),
     "evals a number": ("evals", "3"),
     "seconds negative": ("seconds", -5.0),
+    # a curve the report draws and sums (stats.curve_auc, figures.curves_plot): a point without step or loss was a
+    # KeyError that ended the report
+    "curve point without step": ("curve", '[{"loss": 1.0, "acc": 0.5}]'),
+    "curve point without loss": ("curve", '[{"step": 1, "acc": 0.5}]'),
+    "curve step backwards": ("curve", '[{"step": 2, "loss": 1.0}, {"step": 1, "loss": 0.9}]'),
+    "curve step NaN": ("curve", '[{"step": NaN, "loss": 1.0}]'),
+    "curve loss inf": ("curve", '[{"step": 1, "loss": Infinity}]'),
+    # a finished run without its metrics was dropped from the means while the table still counted it
+    "done without metrics": ("metrics", "{}"),
+    "done without loss": ("metrics", '{"acc": 0.5}'),
 }
 
 
@@ -110,11 +120,12 @@ def test_a_lying_row_is_left_out_and_counted(folder: Path, capsys, monkeypatch, 
         assert len(store.rows(quiet=True)) == 2 and store.excluded[0][0] == run_id
 
 
-def test_the_report_context_counts_what_it_left_out(folder: Path, capsys) -> None:
+@pytest.mark.parametrize("value", ["[", '[{"loss": 1.0, "acc": 0.5}]'], ids=["metrics", "curve-without-step"])
+def test_the_report_context_counts_what_it_left_out(folder: Path, capsys, value: str) -> None:
     from pelab.report.build import load_context
 
-    tamper(folder, "metrics", "[")
-    ctx = load_context(folder)
+    tamper(folder, "metrics" if value == "[" else "curve", value)
+    ctx = load_context(folder)  # runs_frame sums each curve (curve_auc): a point without its step was a KeyError
     assert ctx.excluded == 1 and len(ctx.rows) == 2
     assert "1 stored run(s) left out" in capsys.readouterr().err
 
@@ -243,7 +254,9 @@ def test_a_run_trained_again_loses_the_measures_of_its_old_weights(folder: Path)
         store.put_measure(run_id, "k", "sha", MEASURE, "c")
         store.put_measure("other", "k", "sha", MEASURE, "c")
         cfg = next(r for r in store.study().runs if r.run_id == run_id)
-        store.write(cfg, RunResult(run_id=run_id, status="done", metrics={"acc": 0.5}, versions=STUB_VERSIONS))
+        store.write(
+            cfg, RunResult(run_id=run_id, status="done", metrics={"acc": 0.5, "loss": 1.0}, versions=STUB_VERSIONS)
+        )
         assert set(store.stored_measures("c")) == {("other", "k")}
 
 

@@ -360,6 +360,22 @@ def _metrics_problem(field: str, metrics: object, finite: bool) -> str | None:
     return None
 
 
+def _curve_problem(curve: list[dict[str, Any]], done: bool) -> str | None:
+    """Why a learning curve (a list of maps of numbers, ``_metrics_problem``) cannot be drawn or summed (None when it
+    can): each point has a finite ``step``, after the one before, and a ``loss`` (finite for a finished run; a run
+    that diverged ends on the loss that did). The report reads both (``stats.curve_auc``, ``figures.curves_plot``):
+    a point without them was a KeyError that ended it."""
+    last = -math.inf
+    for i, point in enumerate(curve):
+        step, loss = point.get("step"), point.get("loss")
+        if not _number(step) or not math.isfinite(step) or step <= last:
+            return f"curve[{i}].step is {str(step)[:40]!r}, not a finite step after the point before"
+        if not _number(loss) or (done and not math.isfinite(loss)):
+            return f"curve[{i}].loss is {str(loss)[:40]!r}, not a " + ("finite loss" if done else "loss")
+        last = step
+    return None
+
+
 #: How ``config_problem`` begins for a run made by plugin code that is not the code loaded now.
 PLUGIN_PROBLEM = "made by other plugin code"
 
@@ -481,8 +497,12 @@ def row_problem(row: dict[str, Any]) -> str | None:
         if not isinstance(curve, list):
             return f"curve is a JSON {type(curve).__name__}, not a list"
         why = next((w for i, c in enumerate(curve) if (w := _metrics_problem(f"curve[{i}]", c, False))), None)
+    if why is None:
+        why = _curve_problem(row["curve"] or [], done)
     if why is not None:
         return why
+    if done and "loss" not in (row["metrics"] or {}):  # every task's evaluation reports it: {} is no finished run
+        return "metrics has no loss, which every finished run reports"
     for k in ("params", "flops_per_token", "threads"):
         v = row.get(k)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):

@@ -103,13 +103,25 @@ def check_regular(path: str | Path, what: str, advice: str = "remove it") -> os.
     return st
 
 
+def one_link(path: str | Path, st: os.stat_result) -> None:
+    """Refuse a file pelab writes in place (its lock, its database) that has more than one hard link: the write
+    would change every other name of it too (a received ``study.lock`` hard-linked to a file outside the folder
+    once had that file truncated and overwritten with pelab's pid)."""
+    if st.st_nlink > 1:
+        raise PelabError(
+            f"{path}: has {st.st_nlink} hard links, so pelab writing it in place would change the other names of it "
+            "too; replace it with a copy of its own (cp, not ln)"
+        )
+
+
 def open_regular(path: str | Path, flags: int, what: str, advice: str = "remove it") -> int:
     """A descriptor of the regular file at ``path``: the one way pelab opens a study folder's files (its lock, its
     records, its checkpoints). Never through a link (``O_NOFOLLOW``: a planted ``study.lock -> /etc/passwd`` is
     refused, not truncated), never blocking on a FIFO (``O_NONBLOCK``, cleared once the file is known to be
     regular), and the opened file is the one ``lstat`` saw (a swap in between is refused too). ``flags``: the
     access, with ``O_CREAT`` to make a missing file (0o666 less the umask). Anything but a regular file:
-    PelabError ``"{path}: is ..., not {what}; {advice}"``."""
+    PelabError ``"{path}: is ..., not {what}; {advice}"``. Opened for writing, a file with more than one hard link
+    is refused too (``one_link``)."""
     before = check_regular(path, what, advice)  # a device is never opened: opening one can act
     safe = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
@@ -124,6 +136,8 @@ def open_regular(path: str | Path, flags: int, what: str, advice: str = "remove 
             raise refusal(path, st.st_mode, what, advice)
         if before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
             raise PelabError(f"{path}: was replaced while pelab opened it; run the same command again")
+        if flags & (os.O_WRONLY | os.O_RDWR):
+            one_link(path, st)  # before a byte is written through it
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
         os.close(fd)

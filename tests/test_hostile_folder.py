@@ -696,3 +696,27 @@ def test_a_stored_run_id_that_is_a_path_is_left_out_and_never_read(
         checkpoint_file(study_dir / "checkpoints", f"{first}/../../../outside_model")
     with pytest.raises(PelabError, match="is not a run id"):
         StudyFolder(study_dir).has_checkpoint("../x")
+
+
+# --- a hard link where pelab writes in place: refused, never written through ---------------------------------------
+@pytest.mark.parametrize("where", ["study.lock", DB_NAME], ids=["lock", "database"])
+@pytest.mark.parametrize("command", ["report", "study"])
+def test_a_hard_link_pelab_would_write_in_place_is_refused(
+    study_dir: Path, tmp_path: Path, capsys, monkeypatch, where: str, command: str
+) -> None:
+    """A received study.lock hard-linked to a file outside the folder had that file truncated and overwritten with
+    pelab's pid; the database, which SQLite writes in place, is the same kind of file."""
+    outside = outside_of(tmp_path)
+    victim = outside / "victim.txt"
+    if where == DB_NAME:
+        shutil.copy(study_dir / DB_NAME, outside / "victim.sqlite")
+        victim = outside / "victim.sqlite"
+    (study_dir / where).unlink(missing_ok=True)
+    os.link(victim, study_dir / where)
+    (tmp_path / "s.toml").write_text(TINY)
+    before = snapshot(tmp_path, study_dir)
+    args = {"study": ("study", str(tmp_path / "s.toml"), "--out", str(study_dir), "--no-report")}
+    with stored(METRICS):
+        r = cli(capsys, monkeypatch, *args.get(command, (command, str(study_dir))))
+    refused(r, str(study_dir / where), "has 2 hard links")
+    assert snapshot(tmp_path, study_dir) == before

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 import pelab
 from pelab.config import RunConfig, loaded_plugins
 from pelab.errors import PelabError, visible
-from pelab.files import check_regular, make_dirs, open_regular
+from pelab.files import check_regular, make_dirs, one_link, open_regular
 from pelab.records import RunResult
 
 if TYPE_CHECKING:
@@ -112,8 +112,10 @@ class Store:
 
     def _check(self) -> None:
         for suffix in DB_FILES:
-            check_regular(f"{self.path}{suffix}", "a results database file" if suffix else "a results database",
-                          "move it away")  # fmt: skip
+            st = check_regular(f"{self.path}{suffix}", "a results database file" if suffix else "a results database",
+                               "move it away")  # fmt: skip
+            if st is not None:  # SQLite writes them in place (a report keeps its measures there)
+                one_link(f"{self.path}{suffix}", st)
 
     def problem(self, e: sqlite3.Error) -> str:
         """One line for a database error: what is wrong with which file, and what to do."""

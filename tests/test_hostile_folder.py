@@ -720,3 +720,39 @@ def test_a_hard_link_pelab_would_write_in_place_is_refused(
         r = cli(capsys, monkeypatch, *args.get(command, (command, str(study_dir))))
     refused(r, str(study_dir / where), "has 2 hard links")
     assert snapshot(tmp_path, study_dir) == before
+
+
+# --- leftovers: only the temporary names pelab's own writers give, only where pelab writes -------------------------
+def test_only_pelabs_own_temporary_files_are_removed(tmp_path: Path) -> None:
+    """`pelab report` deleted every file ending in .tmp or .tmp2 anywhere under the folder, a user's too."""
+    from pelab.study.folder import StudyFolder
+
+    out = tmp_path / "o"
+    for d in ("checkpoints", "figures", "analyses/spectrum-x", "data"):
+        (out / d).mkdir(parents=True)
+    ours = [
+        out / ".report.html.k3j4ab_9.tmp",
+        out / ".claims.json.x1y2z3w4.tmp",
+        out / "checkpoints" / ".0123456789abcdef.safetensors.a1b2c3d4.tmp",
+        out / "checkpoints" / "0123456789abcdef.safetensors.tmp4242",
+        out / "checkpoints" / "0123456789abcdef.safetensors.part",
+        out / "checkpoints" / ".tmpa1b2c3",
+        out / "figures" / ".curves.png.k3j4.tmp",
+        out / "analyses" / "spectrum-x" / ".spectrum.json.q8w9e0r1.tmp",
+    ]
+    theirs = [
+        out / "notes.tmp",
+        out / "draft.tmp2",
+        out / ".notes.txt.abcd1234.tmp",  # the atomic writers' pattern, but of no file pelab keeps at the top
+        out / ".tmpscratch",
+        out / "data" / "x.tmp",
+        out / "data" / ".report.html.k3j4.tmp",
+        out / "data" / "0123456789abcdef.safetensors.part",
+        out / "report.html",
+        out / "checkpoints" / "0123456789abcdef.safetensors",
+    ]
+    for p in ours + theirs:
+        p.write_bytes(b"x")
+    assert StudyFolder(out).remove_leftovers() == len(ours)
+    assert not any(p.exists() for p in ours)
+    assert all(p.exists() for p in theirs)

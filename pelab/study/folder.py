@@ -37,10 +37,11 @@ if TYPE_CHECKING:
     from pelab.study.design import Design
     from pelab.study.grid import Study
 
-#: Temporary files of writes that a kill interrupted: ``pelab.files.atomic_path``'s ``.NAME.XXXX.tmp``, and
-#: the names older pelab versions used (``NAME.safetensors.tmp<pid>``, ``.tmp*``, the Ray backend's ``.part``).
+#: Temporary files of writes that a kill interrupted, in the folders pelab owns whole (``FOLDERS``):
+#: ``pelab.files.atomic_path``'s ``.NAME.XXXX.tmp`` (XXXX: ``tempfile``'s random letters), and the names older pelab
+#: versions used (``.tmpXXXX``, ``<run id>.safetensors.tmp<pid>``, the Ray backend's ``<run id>.safetensors.part``).
 #: They are removed while the lock is held, so no writer of the folder is alive.
-LEFTOVER = re.compile(r"^\.tmp.*|.*\.tmp\d*|.*\.safetensors\.part")
+LEFTOVER = re.compile(r"\..+\.[a-z0-9_]+\.tmp|\.tmp[a-z0-9_]+|[0-9a-f]{16}\.safetensors\.(tmp\d+|part)")
 CHECKPOINTS = "checkpoints"
 #: The files pelab keeps at the top of a study folder (what each is, for the one line that refuses a link there)
 #: and the folders it owns whole; ``StudyFolder.check`` refuses a link or a special file at any of them.
@@ -55,6 +56,9 @@ FILES = {
     "claims.md": "a claims record",
 }
 FOLDERS = (CHECKPOINTS, "analyses", "figures")
+#: At the top of a study folder, which is the user's too, only ``atomic_path``'s temporary names of the files pelab
+#: keeps there are its leftovers: a user's own ``notes.tmp`` beside them is not pelab's to delete.
+TOP_LEFTOVER = re.compile(r"\.(" + "|".join(re.escape(n) for n in FILES) + r")\.[a-z0-9_]+\.tmp")
 
 
 def checkpoint_file(checkpoints: str | Path, run_id: str) -> Path:
@@ -230,14 +234,20 @@ class StudyFolder:
         return Store(self.root, create=create)
 
     def remove_leftovers(self) -> int:
-        """Delete temporary files left by interrupted writes (links are never followed); how many."""
-        removed = 0
-        for folder, _, files in os.walk(self.root):
-            for name in files:
-                if LEFTOVER.fullmatch(name):
-                    Path(folder, name).unlink(missing_ok=True)
-                    removed += 1
-        return removed
+        """Delete temporary files left by interrupted writes, by the names pelab's writers give them: at the top
+        (``TOP_LEFTOVER``) and anywhere in the folders pelab owns (``LEFTOVER``), never elsewhere in the folder
+        (a user's ``data/x.tmp`` was deleted once); links are never followed. How many."""
+        found = [self.root / e.name for e in os.scandir(self.root) if e.is_file(follow_symlinks=False)
+                 and TOP_LEFTOVER.fullmatch(e.name)] if self.root.is_dir() else []  # fmt: skip
+        for name in FOLDERS:
+            top = self.root / name
+            if not top.is_dir() or top.is_symlink():
+                continue
+            for folder, _, files in os.walk(top):
+                found += [Path(folder, f) for f in files if LEFTOVER.fullmatch(f)]
+        for path in found:
+            path.unlink(missing_ok=True)
+        return len(found)
 
     def load_trained(self, run_id: str) -> tuple[Transformer, RunConfig]:
         """A finished run: (model with its trained weights, the run's config). ``run_id`` may be a unique

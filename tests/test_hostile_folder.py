@@ -756,3 +756,26 @@ def test_only_pelabs_own_temporary_files_are_removed(tmp_path: Path) -> None:
     assert StudyFolder(out).remove_leftovers() == len(ours)
     assert not any(p.exists() for p in ours)
     assert all(p.exists() for p in theirs)
+
+
+# --- a reading command changes nothing of a received folder ---------------------------------------------------------
+@pytest.mark.parametrize("kind", ["empty", "foreign"])
+@pytest.mark.parametrize("command", ["results", "report"])
+def test_an_empty_or_foreign_database_is_refused_and_left_as_it_was(
+    tmp_path: Path, capsys, monkeypatch, kind: str, command: str
+) -> None:
+    """`pelab results` on an empty results.sqlite made it a 28 KB pelab database (and a -wal beside it)."""
+    import sqlite3
+
+    out = tmp_path / "o"
+    out.mkdir()
+    db = out / DB_NAME
+    db.write_bytes(b"")
+    if kind == "foreign":
+        with sqlite3.connect(db) as conn:
+            conn.execute("CREATE TABLE notes (x TEXT)")
+        sqlite3.connect(db).close()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    words = "is empty, not a pelab results database" if kind == "empty" else "is not a pelab results database"
+    refused(cli(capsys, monkeypatch, command, str(out)), str(db), words)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

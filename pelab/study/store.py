@@ -83,9 +83,18 @@ class Store:
         make_dirs(self.folder)
         #: rows ``rows`` left out (run id, why), as of its last call
         self.excluded: list[tuple[str, str]] = []
+        if not create and path.stat().st_size == 0:  # a reading command never makes a database of a received file
+            raise PelabError(
+                f"out: {path} is empty, not a pelab results database; move it away or choose another --out"
+            )
         try:
             self.conn = sqlite3.connect(path, timeout=30)
             self._check()  # planted while SQLite opened it: the connection goes, unused
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not create and not {"runs", "meta"} <= tables:  # the schema below would make one of it
+                self.conn.close()
+                raise PelabError(f"out: {path} is not a pelab results database (no table of runs); move it away or "
+                                 "choose another --out")  # fmt: skip
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.executescript(SCHEMA)

@@ -527,7 +527,7 @@ def test_load_trained_names_the_missing_flag(tmp_path: Path) -> None:
 
     cfg = RunConfig(task={"name": "reverse", "length": 4, "vocab": 6}, model={"d": 8, "n_heads": 2})
     store = Store(tmp_path)
-    store.write(cfg, RunResult(run_id=cfg.run_id, status="done"))
+    store.write(cfg, RunResult(run_id=cfg.run_id, status="done", metrics={"loss": 1.0, "acc": 0.5}))
     store.close()
     with pytest.raises(PelabError, match="--checkpoints"):
         load_trained(tmp_path, cfg.run_id[:6])

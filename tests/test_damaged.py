@@ -262,14 +262,24 @@ def test_pelab_study_trains_a_run_with_a_damaged_checkpoint_again(tmp_path, caps
     with sqlite3.connect(out / DB_NAME) as conn:
         ids = sorted(r[0] for r in conn.execute("SELECT run_id FROM runs"))
     assert sorted(trained) == ids
+    from safetensors.torch import save_file
+
+    from pelab.study.grid import load_study
+
+    models = {c.run_id: c.model for c in load_study(tmp_path / "s.toml").runs}
+
+    def header_only(run_id: str, model: object) -> None:  # a whole file whose header names a model
+        save_file({}, str(folder.checkpoint(run_id)), metadata={"pelab_model_config": model.canonical_json()})
+
     for r in ids:
-        streams_file(folder.checkpoint(r), "whole")
+        header_only(r, models[r])
     streams_file(folder.checkpoint(ids[1]), "truncated")
+    header_only(ids[2], models[ids[2]].model_copy(update={"d": 2048, "n_layers": 24}))  # not this run's model
     trained.clear()
     r = cli(capsys, monkeypatch, *args)
     assert r.rc == 0, r.err
-    assert trained == [ids[1]]
-    assert "1 checkpoint(s) were damaged" in r.err and "training their runs again" in r.err
-    assert not folder.checkpoint(ids[1]).exists() and folder.has_checkpoint(ids[0])
+    assert sorted(trained) == sorted([ids[1], ids[2]])
+    assert "2 checkpoint(s) were damaged" in r.err and "training their runs again" in r.err
+    assert not folder.checkpoint(ids[1]).exists() and folder.has_checkpoint(ids[0], models[ids[0]])
     trained.clear()
     assert cli(capsys, monkeypatch, *args).rc == 0 and trained == []  # a missing checkpoint is left as it was

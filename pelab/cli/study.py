@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,9 @@ from rich.markup import escape
 from pelab.cli import report as reporting
 from pelab.cli.app import PluginOption, TrustOption, app, console, preset_path
 from pelab.errors import PelabError, visible
+
+if TYPE_CHECKING:
+    from pelab.config import RunConfig
 
 
 @app.command()
@@ -76,7 +79,7 @@ def study(
         Store(out, create=False).close()
     with StudyLock(out):
         if checkpoints and (out / DB_NAME).exists():
-            _retrain_damaged(out, [r.run_id for r in spec.runs])
+            _retrain_damaged(out, spec.runs)
         if (out / DB_NAME).exists():
             _measured_by_other_code(out, {r.run_id for r in spec.runs})
         go = run_study
@@ -139,19 +142,20 @@ def _on_terminal() -> bool:
 MAX_TABLE_ARMS = 30
 
 
-def _retrain_damaged(out: Path, run_ids: list[str]) -> None:
-    """A finished run whose checkpoint is there but damaged (cut short, garbage, a link) is trained again: its row
-    and the damaged file go, one line says so, and the study trains it with the others (same config and seed: the
-    same numbers, and whole weights). A checkpoint that is simply absent (a study run with --no-checkpoints) is
-    left so; the report counts it as missing either way."""
+def _retrain_damaged(out: Path, runs: list[RunConfig]) -> None:
+    """A finished run whose checkpoint is there but damaged (cut short, garbage, a link, a header naming another
+    model than the run's) is trained again: its row and the damaged file go, one line says so, and the study trains
+    it with the others (same config and seed: the same numbers, and whole weights). A checkpoint that is simply
+    absent (a study run with --no-checkpoints) is left so; the report counts it as missing either way."""
     from pelab.study.folder import StudyFolder
     from pelab.study.store import Store
 
     folder = StudyFolder(out)
+    models = {r.run_id: r.model for r in runs}
     with Store(out, create=False) as store:
         done = store.finished_ids(("done",))
-        damaged = [r for r in run_ids if r in done and os.path.lexists(folder.checkpoint(r))]
-        damaged = [r for r in damaged if not folder.has_checkpoint(r) and not folder.checkpoint(r).is_dir()]
+        damaged = [r for r in models if r in done and os.path.lexists(folder.checkpoint(r))]
+        damaged = [r for r in damaged if not folder.has_checkpoint(r, models[r]) and not folder.checkpoint(r).is_dir()]
         for r in damaged:
             folder.checkpoint(r).unlink(missing_ok=True)  # a file or a link: never what a link points to
         if not damaged:

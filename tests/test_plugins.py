@@ -318,6 +318,14 @@ def test_a_changed_plugin_never_mixes_with_the_old_codes_runs(tmp_path: Path) ->
     assert "2 already stored, 6 to run" in r.stdout  # pelab's own arm stays; the plugin's arms are new runs
     assert "6 stored run(s) left out, made by plugin code that is not loaded now" in r.stderr
     assert len({s[0] for s in rows(out)} - first) == 6
+    from pelab.study.store import Store
+
+    with Store(out, create=False) as store:  # the old code stays beside its runs, source and all
+        (now,), (before,) = store.plugin_records(), store.earlier_plugin_records()
+    assert now["version"] == "0.2" and before["version"] == "0.1" and '"0.1"' in before["source"]
+    made_by = {json.loads(json.loads(v)["plugins"])[0]["sha256"] for r, v in rows(out, "run_id, versions")
+               if r in first and "plugins" in json.loads(v)}  # fmt: skip
+    assert made_by == {before["sha256"]} and now["sha256"] != before["sha256"]
 
 
 # --- Ray --------------------------------------------------------------------------------------------------------------

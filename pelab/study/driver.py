@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -168,8 +167,8 @@ def run_study(
         if removed and not quiet:
             console.print(f"removed {removed} temporary file(s) left by an interrupted write")
         # the command as text SQLite can store: a path's byte that is not UTF-8 is kept as \xff
-        store.set_meta(study=study.source, name=study.name, plugins=json.dumps(study.plugins),
-                       **({"command": visible(command)} if command else {}))  # fmt: skip
+        store.set_meta(study=study.source, name=study.name, **({"command": visible(command)} if command else {}))
+        store.record_plugins(study.plugins)
         finished = store.finished_ids(engine=ENGINE)
         older = len({r.run_id for r in study.runs} & (store.finished_ids() - finished))
         pending = [r for r in study.runs if r.run_id not in finished]

@@ -176,12 +176,37 @@ class Store:
                 f"--out {self.folder} to store it again"
             ) from None
 
+    def record_plugins(self, records: list[dict[str, Any]]) -> None:
+        """The plugins the study's runs need now (``meta["plugins"]``), and every other version of a plugin this
+        folder recorded before (``meta["plugins_earlier"]``, kept source and all): a study resumed after its plugin
+        was edited keeps the old code's runs (left out of its reports, which say so), and the code they were made
+        with stays beside them instead of being overwritten."""
+        now = {(r.get("name"), r.get("sha256")) for r in records}
+        try:
+            before = self.plugin_records() + self.earlier_plugin_records()
+        except PelabError:  # a damaged record is not carried on
+            before = []
+        earlier, seen = [], set(now)
+        for r in before:
+            key = (r.get("name"), r.get("sha256"))
+            if key not in seen:
+                seen.add(key)
+                earlier.append(r)
+        self.set_meta(plugins=json.dumps(records), **({"plugins_earlier": json.dumps(earlier)} if earlier else {}))
+
+    def earlier_plugin_records(self) -> list[dict[str, Any]]:
+        """Versions of the study's plugins that runs in this folder were made with before (``record_plugins``)."""
+        return self._records("plugins_earlier")
+
     def plugin_records(self) -> list[dict[str, Any]]:
         """The plugins the stored study's runs need (``Study.plugins``, written by ``run_study``): their names,
         files, hashes, versions and kept source; empty for a study of pelab's own classes."""
+        return self._records("plugins")
+
+    def _records(self, key: str) -> list[dict[str, Any]]:
         try:
-            records = json.loads(self.meta("plugins") or "[]")
-        except ValueError:
+            records = json.loads(self.meta(key) or "[]")
+        except (ValueError, RecursionError):
             raise PelabError(f"results database: the plugins recorded in {self.path} are damaged") from None
         if not isinstance(records, list) or not all(isinstance(r, dict) and "name" in r for r in records):
             raise PelabError(f"results database: the plugins recorded in {self.path} are damaged")

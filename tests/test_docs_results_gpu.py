@@ -100,8 +100,9 @@ def fake_lease(tmp: Path) -> Path:
             add = cfg.model.combine == "add"
             vals = [3.0, 2.5, 2.2, 2.1, 2.09] if add else [3.0, 2.6, 2.4, 2.3, 2.2]
             curve = [{"step": 2 * (i + 1), "loss": v, "acc": 0.3, "val_loss": v} for i, v in enumerate(vals)]
-            result = RunResult(run_id=cfg.run_id, status="done", metrics={"loss": vals[-1]}, curve=curve, seconds=5.0,
-                               versions={"stack": "2", "pelab_source": "f00d", "python": "3.12.3"})  # fmt: skip
+            versions = {"stack": "2", "pelab_source": "f00d", "python": "3.12.3"}
+            result = RunResult(run_id=cfg.run_id, status="done", metrics={"loss": vals[-1], "acc": 0.3}, curve=curve,
+                               seconds=5.0, versions=versions)  # fmt: skip
             store.write(cfg, result)
             end = datetime.fromtimestamp(t0 + (10 if add else 15), UTC).isoformat(timespec="seconds")
             store.conn.execute("UPDATE runs SET finished_at = ? WHERE run_id = ?", (end, cfg.run_id))

@@ -482,6 +482,12 @@ def _config_id(text: str, plugins: tuple[tuple[str, str], ...]) -> str:
     return RunConfig.model_validate(json.loads(text)).run_id
 
 
+#: The metrics every task's evaluation reports for a finished run (``pelab.train``): the held-out loss and accuracy
+#: every claim's metric is one of or derives from. A row without one would be counted as a seed by the tables
+#: while the means left it out.
+FINISHED_METRICS = ("loss", "acc")
+
+
 def row_problem(row: dict[str, Any]) -> str | None:
     """Why a stored row cannot be used (None when it can); its JSON fields are parsed in place. A run id, a known
     status, parsable JSON of the right type in every field, a config this pelab validates (one from a newer
@@ -537,8 +543,9 @@ def row_problem(row: dict[str, Any]) -> str | None:
         why = _curve_problem(row["curve"] or [], done)
     if why is not None:
         return why
-    if done and "loss" not in (row["metrics"] or {}):  # every task's evaluation reports it: {} is no finished run
-        return "metrics has no loss, which every finished run reports"
+    missing = [k for k in FINISHED_METRICS if k not in (row["metrics"] or {})] if done else []
+    if missing:  # every task's evaluation reports them: a run without one would be a seed the means do not count
+        return f"metrics has no {missing[0]}, which every finished run reports"
     for k in ("params", "flops_per_token", "threads"):
         v = row.get(k)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):

@@ -268,13 +268,14 @@ def test_pelab_study_trains_a_run_with_a_damaged_checkpoint_again(tmp_path, caps
 
     models = {c.run_id: c.model for c in load_study(tmp_path / "s.toml").runs}
 
-    def header_only(run_id: str, model: object) -> None:  # a whole file whose header names a model
-        save_file({}, str(folder.checkpoint(run_id)), metadata={"pelab_model_config": model.canonical_json()})
+    from pelab.checkpoint import save
+    from pelab.model import Transformer
 
     for r in ids:
-        header_only(r, models[r])
+        save(Transformer(models[r]), folder.checkpoint(r))
     streams_file(folder.checkpoint(ids[1]), "truncated")
-    header_only(ids[2], models[ids[2]].model_copy(update={"d": 2048, "n_layers": 24}))  # not this run's model
+    huge = models[ids[2]].model_copy(update={"d": 2048, "n_layers": 24})  # a header naming another model
+    save_file({}, str(folder.checkpoint(ids[2])), metadata={"pelab_model_config": huge.canonical_json()})
     trained.clear()
     r = cli(capsys, monkeypatch, *args)
     assert r.rc == 0, r.err

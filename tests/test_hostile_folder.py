@@ -649,15 +649,25 @@ def test_a_checkpoint_naming_another_model_counts_as_damaged_and_is_never_built(
     assert folder.checkpoint(bomb).stat().st_size < 1000
     save(Transformer(ctx.configs[good].model), folder.checkpoint(good))
 
-    def never(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a model was built to check a checkpoint")
+    build = pelab.model.Transformer.__init__
 
-    monkeypatch.setattr(pelab.model.Transformer, "__init__", never)
+    def never_the_headers(self: object, cfg: ModelConfig) -> None:  # the run's own model may be built, never d=2048
+        assert cfg.d < 2048, "the model a checkpoint's header names was built to check it"
+        build(self, cfg)
+
+    monkeypatch.setattr(pelab.model.Transformer, "__init__", never_the_headers)
     assert not ctx.has_checkpoint(bomb) and not ctx.measurable(bomb)  # damaged: counted, never loaded
     assert ctx.has_checkpoint(good) and ctx.measurable(good)
     assert folder.has_checkpoint(bomb)  # whole, asked without the run's config (a study's damaged-file check)
     assert not folder.has_checkpoint(bomb, ctx.configs[bomb].model)
     assert not folder.has_checkpoint(good, ModelConfig(d=32))  # a whole pelab model, but not this run's
+    # the right header over another model's tensors: load refused it, and the refusal ended the whole report
+    monkeypatch.undo()
+    other = Transformer(ctx.configs[good].model.model_copy(update={"d": 32}))
+    save_file({k: v.contiguous() for k, v in other.state_dict().items()}, str(folder.checkpoint(bomb)),
+              metadata={"pelab_model_config": ctx.configs[bomb].model.canonical_json()})  # fmt: skip
+    assert folder.has_checkpoint(bomb) and not folder.has_checkpoint(bomb, ctx.configs[bomb].model)
+    assert not load_context(study_dir).has_checkpoint(bomb)
 
 
 # --- a stored run id is a run id: 16 hex digits, its config's -----------------------------------------------------

@@ -19,6 +19,7 @@ too), before a command reads or writes it; the files themselves are then opened 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -115,31 +116,46 @@ def sequential_problem(record: Any, max_seeds: int, fixed: Mapping[str, Sequence
 
 #: (path, inode, size, mtime) -> whether a checkpoint is whole and the model its header names: the report asks of
 #: every run many times, and a header is read once per version of the file.
-_NAMED: dict[tuple[str, int, int, int], tuple[bool, ModelConfig | None]] = {}
+_NAMED: dict[tuple[str, int, int, int], tuple[bool, ModelConfig | None, dict[str, tuple[int, ...]]]] = {}
 
 
-def _checkpoint_model(path: Path) -> tuple[bool, ModelConfig | None]:
-    """Whether a checkpoint is whole (``pelab.weights.safe.header``: not a link, a FIFO, cut short or padded), and
-    the model its header names (``pelab_model_config``, as ``pelab.checkpoint.save`` writes it), validated without
-    building it; None where it names none pelab can validate."""
-    from pelab.weights.safe import header
+def _checkpoint_model(path: Path) -> tuple[bool, ModelConfig | None, dict[str, tuple[int, ...]]]:
+    """Whether a checkpoint is whole (``pelab.weights.safe.header``: not a link, a FIFO, cut short or padded), the
+    model its header names (``pelab_model_config``, as ``pelab.checkpoint.save`` writes it), validated without
+    building it (None where it names none pelab can validate), and the tensors (name, shape) it declares."""
+    from pelab.weights.safe import header, tensors
 
     try:
         st = os.lstat(path)
     except OSError:
-        return False, None
+        return False, None, {}
     key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
     if key not in _NAMED:
         try:
-            meta = header(path, follow=False, exact=True).get("__metadata__") or {}
+            head = header(path, follow=False, exact=True)
         except PelabError:
-            _NAMED[key] = (False, None)
+            _NAMED[key] = (False, None, {})
             return _NAMED[key]
+        meta = head.get("__metadata__") or {}
         try:
-            _NAMED[key] = (True, ModelConfig(**json.loads(meta["pelab_model_config"])))
+            named = ModelConfig(**json.loads(meta["pelab_model_config"]))
         except (PelabError, ValueError, TypeError, KeyError, RecursionError):
-            _NAMED[key] = (True, None)
+            named = None
+        _NAMED[key] = (True, named, tensors(head))
     return _NAMED[key]
+
+
+@functools.lru_cache(maxsize=256)
+def _tensor_shapes(config: str) -> dict[str, tuple[int, ...]]:
+    """The tensors (name, shape) a model of this config holds: built once per config, as a report loading it
+    would, with the global generator left as it was."""
+    import torch
+
+    from pelab.model import Transformer
+
+    with torch.random.fork_rng(), torch.no_grad():
+        model = Transformer(ModelConfig(**json.loads(config)))
+    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
 
 
 def _check_tree(top: Path) -> None:
@@ -205,8 +221,12 @@ class StudyFolder:
         path = self.checkpoint(run_id)
         if not os.path.lexists(path):
             return False
-        whole, named = _checkpoint_model(path)
-        return whole and (model is None or named == model)
+        whole, named, declared = _checkpoint_model(path)
+        if not whole or model is None:
+            return whole
+        # the header's model must be the run's, and its tensors that model's: the right header over another model's
+        # weights (or over one tensor declared 4 GB) once ended the whole report when ``load`` refused it
+        return named == model and declared == _tensor_shapes(model.canonical_json())
 
     def load_design(self, study: Study) -> tuple[Study, Design | None]:
         """``pelab.study.design.load_design``, after checking the folder's sequential.json against ``study``'s

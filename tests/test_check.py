@@ -186,6 +186,38 @@ CAUGHT = {
                 q, k = super().rotate(q, k, positions)
                 return q, k + k.mean(2, keepdim=True)
     '''),
+    # a causal running mean, only while training: no decoder leak, no permutation, no eval-mode check shows it
+    "a combiner that mixes earlier rows while training": ("hooks follow positions", """
+        import torch
+        from pelab.combine import Combiner, register
+
+        @register
+        class TrainMix(Combiner):
+            name = "trainmix"
+            description = "x + p, and while training the running mean of the tokens"
+
+            def forward(self, x, sides, positions=None):
+                y = x + sum(sides.values())
+                if self.training:
+                    n = torch.arange(1, x.shape[1] + 1, dtype=x.dtype)[:, None]
+                    y = y + x.cumsum(1) / n
+                return y
+    """),
+    "a rotation that mixes earlier keys while training": ("hooks follow positions", """
+        import torch
+        from pelab.positions import register
+        from pelab.positions.rotary import Rotary
+
+        @register
+        class KeyRunningMean(Rotary):
+            name = "keyrunningmean"
+            description = "rotary; while training each key is the running mean of the keys so far"
+
+            def rotate(self, q, k, positions):
+                if self.training:
+                    k = k.cumsum(2) / torch.arange(1, k.shape[2] + 1, dtype=k.dtype)[:, None]
+                return super().rotate(q, k, positions)
+    """),
     # frequencies from Python's unseeded random: no run could be reproduced from its seed
     "a start drawn outside torch's generator": ("save and load", '''
         import random
@@ -336,6 +368,12 @@ def test_pelab_check_set_checks_a_class_at_other_options(tmp_path: Path) -> None
     assert r.returncode == 1 and "(halves: hooks follow positions)" in r.stdout, r.stdout + r.stderr
     for bad, said in (("model.position.nope=1", "no scheme checked here declares nope (allowed: "),
                       ("model.d=64", "model.d is the checks' own"),
-                      ("train.lr=1", "is not model.NAME=VALUE")):  # fmt: skip
+                      ("train.lr=1", "is not model.NAME=VALUE"),
+                      ('model.position.halves_mode=["x"]', "position.halves_mode: "),  # the command's, not the class's
+                      ("model.dropout=2", "dropout: ")):  # fmt: skip
         r = check("--set", bad)
         assert r.returncode == 2 and said in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    r = check("--set", "model.dropout=0.1", "--set", 'model.position.halves_mode="plain"')
+    assert r.returncode == 0 and "dropout > 0: its seeds train one at a time" in " ".join(r.stdout.split()), r.stdout
+    r = check("--set", "model.dropout=0.1", "--set", "model.dropout=0.2")
+    assert r.returncode == 2 and "model.dropout is given twice" in r.stderr, r.stderr

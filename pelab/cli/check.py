@@ -34,7 +34,7 @@ def check(
     """The checks pelab's own schemes, combiners and tasks pass, on yours: exit 0 when all pass, 1 when a check
     fails, 2 when a file does not load."""
     from pelab.combine import COMBINERS
-    from pelab.conformance import FAILED, check_classes
+    from pelab.conformance import FAILED, check_classes, settings_problem
     from pelab.errors import PelabError
     from pelab.plugins import load_named
     from pelab.positions import SCHEMES
@@ -51,6 +51,8 @@ def check(
     if not classes:
         raise PelabError("check: name a plugin file (pelab check my_pe.py) or a class (--scheme rotary)")
     settings = model_settings(set_ or [], [n for f, n in classes if f == "position"])
+    if settings and (why := settings_problem(classes, settings)) is not None:
+        raise PelabError(f"check --set: {' '.join(set_ or [])}: {why}")
     with console.status("checking"):
         results = check_classes(classes, settings)
     t = Table(title="pelab check: the properties pelab's own classes pass", title_justify="left")
@@ -83,6 +85,7 @@ def model_settings(items: list[str], schemes: list[str]) -> dict[str, Any]:
     from pelab.positions import SCHEMES
 
     out: dict[str, Any] = {}
+    seen: set[str] = set()
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip()
@@ -95,6 +98,9 @@ def model_settings(items: list[str], schemes: list[str]) -> dict[str, Any]:
             value = tomllib.loads(f"v = {raw.strip()}")["v"]
         except tomllib.TOMLDecodeError:
             value = raw.strip()
+        if key in seen:
+            raise PelabError(f"check --set: {key} is given twice; give each setting once")
+        seen.add(key)
         parts = key.split(".")[1:]
         if parts[0] in CHECKS_OWN or (parts[0] == "position" and len(parts) == 1):
             raise PelabError(

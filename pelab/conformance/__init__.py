@@ -45,6 +45,37 @@ CHECKERS: dict[str, Callable[[str], list[Check]]] = {
 }  # fmt: skip
 
 
+def settings_problem(classes: list[tuple[str, str]], settings: dict[str, Any]) -> str | None:
+    """Why ``settings`` cannot build the checks' tiny models of these classes (a value a field refuses), as one
+    line naming the field, or None: a wrong ``--set`` is the command's mistake, not a failed check of the class."""
+    from pydantic import ValidationError
+
+    from pelab.conformance.core import _config, _with_settings
+    from pelab.frozen import validation_message
+    from pelab.positions import SCHEMES
+
+    for field, name in classes:
+        if field == "task":
+            continue
+        position = settings.get("position", {})
+        declared = SCHEMES[name].Options.model_fields if field == "position" else {}
+        mine = {k: v for k, v in position.items() if k in declared}
+        token = SETTINGS.set({**settings, "position": mine, "for": name if mine else None})
+        try:
+            scheme, combine = (name, "none") if field == "position" else ("sinusoidal", name)
+            model = _with_settings({"position": {"scheme": scheme}, "combine": combine})
+            if field == "position" and not mine and set(model) == {"position", "combine"}:
+                continue  # nothing of --set reaches this class: its declaration check says what its defaults do
+            _config("encoder", scheme, combine)
+        except ValidationError as e:
+            return validation_message(e)
+        except ValueError as e:
+            return " ".join(str(e).split())[:200]
+        finally:
+            SETTINGS.reset(token)
+    return None
+
+
 def check_classes(classes: list[tuple[str, str]], settings: dict[str, Any] | None = None) -> list[Check]:
     """Every check on every (registry field, name), in order. ``settings``: model settings to build with besides
     the checks' own, nested as a study file's ``model`` table (``pelab check --set``); a scheme's options
@@ -67,5 +98,5 @@ def check_classes(classes: list[tuple[str, str]], settings: dict[str, Any] | Non
 
 __all__ = [
     "CHECKERS", "FAILED", "NOT_APPLICABLE", "PASSED", "SKIPPED", "Check", "check_classes", "check_combiner",
-    "check_scheme", "check_task",
+    "check_scheme", "check_task", "settings_problem",
 ]  # fmt: skip

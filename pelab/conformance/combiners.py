@@ -7,6 +7,7 @@ import torch
 from pelab.combine import COMBINERS
 from pelab.conformance.core import (
     ROW,
+    UNSEEDED,
     B,
     Check,
     Fail,
@@ -28,6 +29,7 @@ from pelab.conformance.core import (
     _save_and_load,
     _shapes,
     _train_cfg,
+    _twice_in_training,
     _without_row,
     stacked_identity,
 )
@@ -51,7 +53,10 @@ def combiner_declaration(name: str) -> str:
 
 
 def combiner_rows_in_place(name: str) -> str:
-    model = _fresh(_build(_config("encoder", _combiner_scheme(name), name)).double())
+    """Permuting the rows permutes the output, and redrawing one row leaves the others' outputs (a symmetric mix,
+    a mean over the sequence, passes the first); the second in training mode too."""
+    cfg = _config("encoder", _combiner_scheme(name), name)
+    model = _fresh(_build(cfg).double())
     comb, p, perm = model.embed.combiner, torch.arange(T), _perm()
     w = comb.widths
     g = torch.Generator().manual_seed(3)
@@ -65,7 +70,13 @@ def combiner_rows_in_place(name: str) -> str:
     y2 = comb(x2, dict(zip(sides, s2, strict=True)), p)
     if not _close(_without_row(y2), _without_row(y)):
         raise Fail(f"changing row {j}'s token and sides changes other rows' outputs: rows mix")
-    return "each row's output reads that row's token, sides and position alone"
+    inputs = ((x, sides), (x2, dict(zip(sides, s2, strict=True))))
+    trained = _twice_in_training(lambda: _build(cfg).double().embed.combiner, lambda c, i: c(*inputs[i], p))
+    if trained is None:
+        return f"each row's output reads that row's token, sides and position alone{UNSEEDED}"
+    if not _close(_without_row(trained[1]), _without_row(trained[0])):
+        raise Fail(f"in training mode, changing row {j}'s token and sides changes other rows' outputs: rows mix")
+    return "each row's output reads that row's token, sides and position alone, in evaluation and in training"
 
 
 def combiner_position_information(name: str) -> str:

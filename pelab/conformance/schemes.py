@@ -7,6 +7,7 @@ import torch
 from pelab.conformance.core import (
     HEADS,
     ROW,
+    UNSEEDED,
     Check,
     D,
     Fail,
@@ -28,6 +29,7 @@ from pelab.conformance.core import (
     _save_and_load,
     _shapes,
     _train_cfg,
+    _twice_in_training,
     _without_row,
     stacked_identity,
 )
@@ -56,7 +58,8 @@ def scheme_declaration(name: str) -> str:
 
 
 def scheme_hooks_follow_positions(name: str) -> str:
-    model = _build(_config("encoder", name, _scheme_combine(name))).double()
+    cfg = _config("encoder", name, _scheme_combine(name))
+    model = _build(cfg).double()
     s, p, perm = _fresh(model).scheme, torch.arange(T), _perm()
     seen = []
     table = _fresh(s).table(p)
@@ -81,7 +84,16 @@ def scheme_hooks_follow_positions(name: str) -> str:
         cq, ck = _fresh(s).rotate(q2, k2, p)
         if not (_close(_without_row(cq, 2), _without_row(rq, 2)) and _close(_without_row(ck, 2), _without_row(rk, 2))):
             raise Fail(f"changing row {ROW} of q and k changes rotate's other rows: rows mix")
-        seen.append("rotation")
+        pairs = ((q, k), (q2, k2))
+        trained = _twice_in_training(
+            lambda: _build(cfg).double().scheme, lambda r, i: torch.stack(r.rotate(*pairs[i], p))
+        )
+        if trained is None:
+            seen.append(f"rotation{UNSEEDED}")
+        elif not _close(_without_row(trained[1], 3), _without_row(trained[0], 3)):
+            raise Fail(f"in training mode, changing row {ROW} of q and k changes rotate's other rows: rows mix")
+        else:
+            seen.append("rotation (in training too)")
     if not seen:
         raise NotApplicable("no hook acts (nothing to follow)")
     return f"{', '.join(seen)}: permuting the positions permutes them alike"

@@ -213,8 +213,10 @@ def check_group(cfgs: list[RunConfig]) -> None:
         raise ValueError("a stacked group holds runs that differ only in seed")
     if len({c.seed for c in cfgs}) != len(cfgs):
         raise ValueError("a stacked group holds each seed once")
-    if len(cfgs) > 1 and cfgs[0].model.dropout > 0:
-        raise ValueError("runs with dropout train one seed at a time (their masks come from the global generator)")
+    from pelab.stacked import unstackable
+
+    if len(cfgs) > 1 and (why := unstackable(cfgs[0].model)) is not None:
+        raise ValueError(f"runs with {why} train one seed at a time (pelab.stacked.unstackable)")
 
 
 def clip_per_seed(params: list[list[Tensor]], max_norm: float) -> Tensor:

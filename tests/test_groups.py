@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pelab.config import RunConfig
 from pelab.study.groups import MAX_STACK, stack_groups, unstacked_arms
 
@@ -40,6 +42,19 @@ def test_dropout_trains_one_seed_at_a_time_and_says_so() -> None:
     assert [len(g) for g in stack_groups(runs, workers=1)] == [1, 1, 1]
     assert list(unstacked_arms(runs).values()) == ["dropout > 0"]
     assert unstacked_arms([_cfg(0)]) == {}
+
+
+def test_a_feed_forward_of_one_channel_trains_one_seed_at_a_time() -> None:
+    """At d_ff = 1 seed 3 in a stack of 3 differed from seed 3 alone in its last bits (pelab check --set
+    model.d_ff=1): its seeds train alone, and a stack of them is refused."""
+    from pelab.train import check_group
+
+    runs = [_cfg(s, steps=4).model_copy(update={"model": _cfg(s).model.model_copy(update={"d_ff": 1})})
+            for s in range(3)]  # fmt: skip
+    assert [len(g) for g in stack_groups(runs, workers=1)] == [1, 1, 1]
+    assert list(unstacked_arms(runs).values()) == ["d_ff = 1"]
+    with pytest.raises(ValueError, match="d_ff = 1"):
+        check_group(runs)
 
 
 def test_a_stack_holds_no_more_seeds_than_fit_its_memory() -> None:

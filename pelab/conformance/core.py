@@ -172,12 +172,14 @@ def stacked_identity(make: Callable[[int], RunConfig]) -> str:
     """Seed 3 alone and in a stack of 3 (seeds 1, 3, 2): the same status, metrics, curve and evaluations, bit for
     bit. Then seed 3 must have trained: a tiny model that diverges in its first steps at a modest rate is a scheme
     (or combiner) whose outputs or gradients blow up, which no study could read."""
+    from pelab.stacked import unstackable
     from pelab.train import train_group
 
     # on a CPU, where the identity is bit for bit (a GPU's batched kernels may sum in another order: README)
     alone = train_group([make(3)], device="cpu")[0]
     again = train_group([make(3)], device="cpu")[0]
-    if make(3).model.dropout > 0:  # dropout draws from the global generator: its seeds train one at a time
+    why = unstackable(make(3).model)
+    if why is not None:  # its seeds train one at a time (dropout's masks come from the global generator)
         stacked = alone
     else:
         stacked = train_group([make(s) for s in (1, 3, 2)], device="cpu")[1]
@@ -201,8 +203,8 @@ def stacked_identity(make: Callable[[int], RunConfig]) -> str:
             f"seed 3 {alone.status} in {cfg.train.steps} steps of a d={cfg.model.d} model at lr {cfg.train.lr:g} "
             f"(alone and in a stack alike): {alone.reason}"
         )
-    if make(3).model.dropout > 0:
-        return "seed 3: alone = again (dropout > 0: its seeds train one at a time, never stacked)"
+    if why is not None:
+        return f"seed 3: alone = again ({why}: its seeds train one at a time, never stacked)"
     return "seed 3: alone = again = in a stack of 3"
 
 

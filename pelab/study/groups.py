@@ -31,11 +31,10 @@ STACK_VALUES = 131_072
 
 
 def unstackable(cfg: RunConfig) -> str | None:
-    """Why this run's seeds must train one at a time, or None. Dropout draws its masks from the global
-    generator in the order a stack runs, so a seed's masks would depend on its neighbours."""
-    if cfg.model.dropout > 0:
-        return "dropout > 0"
-    return None
+    """Why this run's seeds must train one at a time, or None (``pelab.stacked.unstackable``)."""
+    from pelab.stacked import unstackable as why
+
+    return why(cfg.model)
 
 
 def stack_groups(

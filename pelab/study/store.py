@@ -93,7 +93,8 @@ class Store:
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if not create and not {"runs", "meta"} <= tables:  # the schema below would make one of it
                 self.conn.close()
-                raise PelabError(f"out: {path} is not a pelab results database (no table of runs); move it away or "
+                lacks = " and ".join(t for t in ("runs", "meta") if t not in tables)
+                raise PelabError(f"out: {path} is not a pelab results database (no table {lacks}); move it away or "
                                  "choose another --out")  # fmt: skip
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")

@@ -273,6 +273,22 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pelab"
 
 
+def nested_past(value: Any, limit: int) -> str | None:
+    """Where a parsed JSON or TOML value nests more than ``limit`` lists or maps below its top (``a.b[3]``), or None:
+    walked without recursion, so a received record is refused before code that recurses over it (``json``'s
+    encoder, a reader of its fields) meets the depth."""
+    stack: list[tuple[str, Any, int]] = [("", value, 0)]
+    while stack:
+        where, v, depth = stack.pop()
+        if depth > limit:
+            return where
+        if isinstance(v, dict):
+            stack += [(f"{where}.{k}" if where else str(k), x, depth + 1) for k, x in v.items()]
+        elif isinstance(v, list):
+            stack += [(f"{where}[{i}]", x, depth + 1) for i, x in enumerate(v)]
+    return None
+
+
 def read_json_cache(path: str | Path, check: Callable[[Any], object] | None = None) -> Any | None:
     """A cache file's JSON, or None when it is absent or damaged (then one line says so, and the caller computes
     it again): a link, a special file, empty, truncated, not JSON, nested too deep, or failing ``check`` (which

@@ -79,3 +79,15 @@ def test_markdown_user_text_cannot_break_out() -> None:
     f = fence(source)
     assert f == "``````" and f not in source
     assert fence("plain") == "```"
+
+
+def test_nested_past_names_the_first_value_below_the_limit() -> None:
+    from pelab.files import nested_past
+
+    assert nested_past({"a": {"b": [1, [2]]}}, 4) is None  # a's value (1), b's (2), the list's items (3), the 2 (4)
+    assert nested_past({"a": {"b": [1, [2]]}}, 3) == "a.b[1][0]"
+    assert nested_past([[[]]], 2) is None and nested_past([[[0]]], 2) == "[0][0][0]"
+    deep: list = []
+    for _ in range(100_000):  # walked without recursion: no RecursionError
+        deep = [deep]
+    assert nested_past(deep, 32) is not None

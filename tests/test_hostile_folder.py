@@ -608,7 +608,7 @@ def _record(count: object) -> str:
         (_record("3"), "allowed: an integer in 0..4"),
         (_record(True), "allowed: an integer in 0..4"),
         ('{"rounds": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
-        ('{"rounds": [], "design": ' + "[" * 40 + "]" * 40 + "}", "nested deeper than 32"),
+        ('{"rounds": [], "design": ' + "[" * 40 + "]" * 40 + "}", "nested more than 32 deep"),
         ('{"rounds": [' + ",".join(['{"seeds": {}}'] * 5) + "]}", "5 rounds, more than"),
         ('{"rounds": {}}', "no list of rounds"),
     ],

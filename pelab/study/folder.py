@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pelab.config import ModelConfig, RunConfig
 from pelab.errors import PelabError, visible
-from pelab.files import check_regular, read_file, real_folder, refusal
+from pelab.files import check_regular, nested_past, read_file, real_folder, refusal
 from pelab.study.store import DB_FILES, DB_NAME, LOCK_NAME, RUN_ID, Store, StudyLock
 
 if TYPE_CHECKING:
@@ -71,32 +71,19 @@ def checkpoint_file(checkpoints: str | Path, run_id: str) -> Path:
     return Path(checkpoints) / f"{run_id}.safetensors"
 
 
-#: How deep a record pelab writes nests (sequential.json: 3); past it a received record is refused before the code
-#: that reads it recurses.
+#: How deep a record pelab writes nests below its top (sequential.json: 2); past it a received record is refused
+#: before the code that reads it recurses.
 MAX_RECORD_DEPTH = 32
 
 
-def _depth(value: Any) -> int:
-    """How deep a parsed JSON value nests, walked without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        deepest = max(deepest, d)
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v)
-    return deepest
-
-
-def sequential_problem(record: Any, max_seeds: int, fixed: Mapping[str, Sequence[int]] = {}) -> str | None:  # noqa: B006
+def sequential_problem(record: Any, max_seeds: int, fixed: Mapping[str, Sequence[int]] | None = None) -> str | None:
     """Why a parsed sequential.json cannot be a record pelab wrote for a study capped at ``max_seeds`` seeds per arm
     (None when it can): nested past MAX_RECORD_DEPTH, no list of rounds, more rounds than the cap allows (each adds
     a seed), or a round's seed count that is not an integer in 0..max_seeds (0..its own seeds' count for an arm of
     a grid with its own seeds, ``fixed``; the design leaves those as they are). ``pelab.study.design`` trusts the
     counts: one past the cap was a KeyError, 50,000,000 built 50M configs."""
-    if _depth(record) > MAX_RECORD_DEPTH:
-        return f"nested deeper than {MAX_RECORD_DEPTH}"
+    if nested_past(record, MAX_RECORD_DEPTH) is not None:
+        return f"nested more than {MAX_RECORD_DEPTH} deep"
     rounds = record.get("rounds") if isinstance(record, dict) else None
     if not isinstance(rounds, list):
         return "no list of rounds"
@@ -107,7 +94,7 @@ def sequential_problem(record: Any, max_seeds: int, fixed: Mapping[str, Sequence
         if not isinstance(seeds, dict):
             return f"round {i} has no map of arm -> seed count"
         for arm, n in seeds.items():
-            most = max(max_seeds, len(fixed.get(arm, ())))
+            most = max(max_seeds, len((fixed or {}).get(arm, ())))
             if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= most:
                 said = f"{str(n)[:20]!r} seeds"
                 return f"round {i} gives arm {str(arm)[:20]!r} {said}; allowed: an integer in 0..{most}"

@@ -56,7 +56,7 @@ from pydantic import BaseModel, ValidationError
 from pelab import plugins as plugin_code
 from pelab.config import MAX_SEED, TASK_DECIDES, RunConfig, position_option_names, validation_message
 from pelab.errors import PelabError, visible
-from pelab.files import kind_of, read_regular
+from pelab.files import kind_of, nested_past, read_regular
 from pelab.study.stats import flatten
 
 TOP_KEYS = (
@@ -302,16 +302,10 @@ def _pretrained_models(table: Any) -> list[str]:
 
 
 def _check_depth(raw: dict[str, Any]) -> None:
-    """Refuse values nested past MAX_DEPTH (walked without recursion), naming where."""
-    stack: list[tuple[str, Any, int]] = [(k, v, 1) for k, v in raw.items()]
-    while stack:
-        where, v, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise PelabError(f"{where.split('[')[0]}: nested more than {MAX_DEPTH} tables or arrays deep")
-        if isinstance(v, dict):
-            stack += [(f"{where}.{k}", x, depth + 1) for k, x in v.items()]
-        elif isinstance(v, list):
-            stack += [(f"{where}[{i}]", x, depth + 1) for i, x in enumerate(v)]
+    """Refuse values nested past MAX_DEPTH, naming where."""
+    where = nested_past(raw, MAX_DEPTH)
+    if where is not None:
+        raise PelabError(f"{where.split('[')[0]}: nested more than {MAX_DEPTH} tables or arrays deep")
 
 
 def study_seeds(seeds: list[int], sequential: Sequential | None) -> list[int]:

@@ -11,6 +11,7 @@ import errno
 import html
 import os
 import re
+import stat
 import struct
 import zlib
 from pathlib import Path
@@ -92,20 +93,14 @@ def figure(path: Path) -> Embedded:
         return Embedded("", "missing")
     except OSError as e:
         return Embedded("", "a symbolic link" if e.errno == errno.ELOOP else visible(e.strerror or e))
-    except ValueError as e:
-        big = (str(e).split() or [""])[0]
-        if big.isdigit():
-            return Embedded(
-                "", f"{int(big) / 2**20:,.0f} MB, more than the {MAX_FIGURE_BYTES // 2**20} MB a figure may weigh"
-            )
-        return Embedded("", visible(e))  # "it is a FIFO (named pipe)", ...
+    except ValueError as e:  # a special file ("it is a FIFO (named pipe)"), or a file over the limit
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_size > MAX_FIGURE_BYTES:
+            mb = st.st_size / 2**20
+            return Embedded("", f"{mb:,.0f} MB, more than the {MAX_FIGURE_BYTES // 2**20} MB a figure may weigh")
+        return Embedded("", visible(e))
     why = png_problem(data)
     return Embedded("", why) if why else Embedded("data:image/png;base64," + base64.b64encode(data).decode(), "")
-
-
-def _embed(path: Path) -> str:
-    """A figure as a data URI, or "" where ``figure`` leaves it out."""
-    return figure(path).uri
 
 
 #: Markdown that user text (a study's name, a grid's, a failure's reason) could hold, each made inert by a backslash
@@ -193,7 +188,6 @@ def template_env(folder: Path) -> jinja2.Environment:
     env.filters["md"] = _md_escape
     env.filters["fence"] = fence
     env.filters["code"] = inline_code
-    env.filters["embed"] = _embed
     env.filters["figure"] = figure
     env.filters["rel"] = lambda p: os.path.relpath(p, folder)
     env.filters["vclass"] = lambda v: VERDICT_CLASS.get(v, "v-other")

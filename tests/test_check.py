@@ -377,3 +377,7 @@ def test_pelab_check_set_checks_a_class_at_other_options(tmp_path: Path) -> None
     assert r.returncode == 0 and "dropout > 0: its seeds train one at a time" in " ".join(r.stdout.split()), r.stdout
     r = check("--set", "model.dropout=0.1", "--set", "model.dropout=0.2")
     assert r.returncode == 2 and "model.dropout is given twice" in r.stderr, r.stderr
+    # a combiner is built as its checks build it (combine = none with no position table), not with a table beside it
+    r = subprocess.run([sys.executable, "-m", "pelab", "check", "--combine", "none", "--set", "model.dropout=0.1"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr

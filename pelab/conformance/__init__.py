@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pelab.conformance.combiners import check_combiner
-from pelab.conformance.core import FAILED, NOT_APPLICABLE, PASSED, SETTINGS, SKIPPED, Check
-from pelab.conformance.schemes import check_scheme
+from pelab.conformance.combiners import _combiner_scheme, check_combiner
+from pelab.conformance.core import FAILED, NOT_APPLICABLE, PASSED, SKIPPED, Check, _config, building_with
+from pelab.conformance.schemes import _scheme_combine, check_scheme
 from pelab.conformance.tasks import check_task
 
 CHECKERS: dict[str, Callable[[str], list[Check]]] = {
@@ -50,29 +50,21 @@ def settings_problem(classes: list[tuple[str, str]], settings: dict[str, Any]) -
     line naming the field, or None: a wrong ``--set`` is the command's mistake, not a failed check of the class."""
     from pydantic import ValidationError
 
-    from pelab.conformance.core import _config, _with_settings
     from pelab.frozen import validation_message
-    from pelab.positions import SCHEMES
 
     for field, name in classes:
         if field == "task":
             continue
-        position = settings.get("position", {})
-        declared = SCHEMES[name].Options.model_fields if field == "position" else {}
-        mine = {k: v for k, v in position.items() if k in declared}
-        token = SETTINGS.set({**settings, "position": mine, "for": name if mine else None})
-        try:
-            scheme, combine = (name, "none") if field == "position" else ("sinusoidal", name)
-            model = _with_settings({"position": {"scheme": scheme}, "combine": combine})
-            if field == "position" and not mine and set(model) == {"position", "combine"}:
-                continue  # nothing of --set reaches this class: its declaration check says what its defaults do
-            _config("encoder", scheme, combine)
-        except ValidationError as e:
-            return validation_message(e)
-        except ValueError as e:
-            return " ".join(str(e).split())[:200]
-        finally:
-            SETTINGS.reset(token)
+        scheme, combine = (name, _scheme_combine(name)) if field == "position" else (_combiner_scheme(name), name)
+        with building_with(settings, field, name) as reaches:
+            if not reaches:  # its declaration check says what its defaults do
+                continue
+            try:
+                _config("encoder", scheme, combine)
+            except ValidationError as e:
+                return validation_message(e)
+            except ValueError as e:
+                return " ".join(str(e).split())[:200]
     return None
 
 
@@ -80,19 +72,10 @@ def check_classes(classes: list[tuple[str, str]], settings: dict[str, Any] | Non
     """Every check on every (registry field, name), in order. ``settings``: model settings to build with besides
     the checks' own, nested as a study file's ``model`` table (``pelab check --set``); a scheme's options
     (``settings["position"]``) reach the schemes that declare them."""
-    from pelab.positions import SCHEMES
-
-    settings = settings or {}
     out = []
     for field, name in classes:
-        position = settings.get("position", {})
-        declared = SCHEMES[name].Options.model_fields if field == "position" else {}
-        mine = {k: v for k, v in position.items() if k in declared}
-        token = SETTINGS.set({**settings, "position": mine, "for": name if mine else None})
-        try:
+        with building_with(settings or {}, field, name):
             out += CHECKERS[field](name)
-        finally:
-            SETTINGS.reset(token)
     return out
 
 

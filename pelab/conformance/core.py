@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,22 @@ def _run(kind: str, name: str, checks: list[tuple[str, Callable[[], str | None],
 #: class's options other than its defaults, nested as a study file's ``model`` table. A scheme's options apply where
 #: that scheme is built; the widths, layers and budgets stay the checks' own.
 SETTINGS: ContextVar[dict[str, Any] | None] = ContextVar("pelab_check_settings", default=None)
+
+
+@contextmanager
+def building_with(settings: dict[str, Any], field: str, name: str) -> Iterator[bool]:
+    """``SETTINGS`` while one class is checked: the model-wide settings, and the scheme options (``settings
+    ["position"]``) this class declares if it is a scheme. Yields whether any of ``settings`` reaches it."""
+    from pelab.positions import SCHEMES
+
+    declared = SCHEMES[name].Options.model_fields if field == "position" else {}
+    mine = {k: v for k, v in settings.get("position", {}).items() if k in declared}
+    wide = {k: v for k, v in settings.items() if k != "position"}
+    token = SETTINGS.set({**wide, "position": mine, "for": name if mine else None})
+    try:
+        yield bool(mine or wide)
+    finally:
+        SETTINGS.reset(token)
 
 
 def _with_settings(model: dict[str, Any]) -> dict[str, Any]:

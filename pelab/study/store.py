@@ -444,43 +444,38 @@ def measure_problem(value: object) -> str | None:
 
 
 def config_problem(text: str) -> str | None:
-    """Why a stored config does not validate here, or None (``_config_problem``, memoised per loaded plugins:
+    """Why a stored config does not validate here, or None (``_read_config``, memoised per loaded plugins:
     the same text can name a plugin that is loaded later in the process)."""
-    return _config_problem(text, tuple(sorted(loaded_plugins().items())))
+    return _read_config(text, tuple(sorted(loaded_plugins().items())))[0]
+
+
+def config_id(text: str) -> str:
+    """The run id of a stored config that validates (``config_problem`` is None)."""
+    return _read_config(text, tuple(sorted(loaded_plugins().items())))[1]
 
 
 @functools.lru_cache(maxsize=4096)
-def _config_problem(text: str, plugins: tuple[tuple[str, str], ...]) -> str | None:
-    """Why a stored config (JSON text of an object) does not validate here, or None; once per distinct config per
-    process, since the report's workers read every row for each model they load."""
+def _read_config(text: str, plugins: tuple[tuple[str, str], ...]) -> tuple[str | None, str]:
+    """Why a stored config (JSON text of an object) does not validate here (None when it does), and its run id
+    ("" when it does not); once per distinct config per process, since the report's workers read every row for
+    each model they load."""
     try:
-        RunConfig.model_validate(json.loads(text))
+        return None, RunConfig.model_validate(json.loads(text)).run_id
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])[:60]
         if err["type"] == "extra_forbidden":
-            return f"config has a setting this pelab does not know ({where}): written by a newer pelab?"
+            return f"config has a setting this pelab does not know ({where}): written by a newer pelab?", ""
         msg = str(err["msg"]).removeprefix("Value error, ")
         if msg.startswith("plugins:"):  # a changed plugin, or one not loaded: another run, not damage
-            return f"{PLUGIN_PROBLEM} ({msg.removeprefix('plugins: ')[:160]})"
-        return f"config is not valid ({where}: {err['msg'][:80]})"
+            return f"{PLUGIN_PROBLEM} ({msg.removeprefix('plugins: ')[:160]})", ""
+        return f"config is not valid ({where}: {err['msg'][:80]})", ""
     except (ValueError, TypeError, RecursionError) as e:
-        return f"config is not valid ({str(e).splitlines()[0][:80] if str(e) else type(e).__name__})"
-    return None
+        return f"config is not valid ({str(e).splitlines()[0][:80] if str(e) else type(e).__name__})", ""
 
 
 #: What a run id is (``RunConfig.run_id``: the first 16 hex digits of its config's sha256).
 RUN_ID = re.compile(r"[0-9a-f]{16}")
-
-
-def config_id(text: str) -> str:
-    """The run id of a stored config that validates (``config_problem`` is None), memoised as it is."""
-    return _config_id(text, tuple(sorted(loaded_plugins().items())))
-
-
-@functools.lru_cache(maxsize=4096)
-def _config_id(text: str, plugins: tuple[tuple[str, str], ...]) -> str:
-    return RunConfig.model_validate(json.loads(text)).run_id
 
 
 #: The metrics every task's evaluation reports for a finished run (``pelab.train``): the held-out loss and accuracy
@@ -527,8 +522,8 @@ def row_problem(row: dict[str, Any]) -> str | None:
     why = config_problem(text)
     if why is not None:
         return why
-    if config_id(text) != row["run_id"]:
-        return f"its config is run {config_id(text)}, not the run id it is stored under"
+    if (made := config_id(text)) != row["run_id"]:
+        return f"its config is run {made}, not the run id it is stored under"
     why = _metrics_problem("metrics", row["metrics"] if row["metrics"] is not None else {}, done)
     if why is None:
         evals = row["evals"] if row["evals"] is not None else {}

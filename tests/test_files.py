@@ -56,7 +56,7 @@ def test_figures_replace_a_planted_link(tmp_path: Path) -> None:
 
 
 def test_the_report_embeds_no_linked_or_non_png_file(tmp_path: Path) -> None:
-    from pelab.report.render import _embed
+    from pelab.report.render import figure
 
     secret = tmp_path / "secret.txt"
     secret.write_text("password")
@@ -64,7 +64,8 @@ def test_the_report_embeds_no_linked_or_non_png_file(tmp_path: Path) -> None:
     link.symlink_to(secret)
     fake = tmp_path / "fake.png"
     fake.write_text("password")
-    assert _embed(link) == "" and _embed(fake) == "" and _embed(tmp_path / "missing.png") == ""
+    assert figure(link) == ("", "a symbolic link") and figure(fake) == ("", "not a PNG image")
+    assert figure(tmp_path / "missing.png") == ("", "missing")
 
 
 def test_markdown_user_text_cannot_break_out() -> None:

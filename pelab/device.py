@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import platform
+
 import torch
 
 from pelab.errors import PelabError
@@ -20,3 +24,28 @@ def resolve_device(name: str | None = "auto") -> torch.device:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise PelabError(f"device: {name!r} asked for but CUDA is not available; allowed here: auto, cpu")
     return torch.device(name)
+
+
+def _cpuinfo(field: str) -> str:
+    """The first ``field`` of /proc/cpuinfo (empty where there is none: another system, a sandbox)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.split(":", 1)[0].strip() == field), "")
+    except OSError:
+        return ""
+
+
+def cpu_name() -> str:
+    """The CPU's model name, as a person reads it (``lscpu``'s "Model name")."""
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
+
+
+@functools.cache
+def cpu_kind() -> str:
+    """What decides a CPU run's last bits: the model name, the vector width PyTorch's kernels use and a digest of
+    the instruction sets the CPU offers (which the BLAS dispatches on). Two machines of one kind train a config to
+    the same numbers bit for bit at the same thread count; across kinds they drift (``pelab verify``). The model
+    name alone is not enough: "Intel(R) Xeon(R) Processor" names several generations."""
+    flags = " ".join(sorted(_cpuinfo("flags").split()))
+    digest = hashlib.sha256(flags.encode()).hexdigest()[:8] if flags else "unknown"
+    return f"{cpu_name()}; {torch.backends.cpu.get_cpu_capability()}; flags {digest}"

@@ -24,7 +24,7 @@ from torch import Tensor
 
 import pelab
 from pelab.config import RunConfig
-from pelab.device import resolve_device
+from pelab.device import cpu_kind, resolve_device
 from pelab.errors import PelabError
 from pelab.model import Transformer
 from pelab.records import ENGINE, RunResult, size_metric
@@ -49,6 +49,7 @@ def versions() -> dict[str, str]:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpu": cpu_kind(),  # which CPU kind trained it: a run trained again elsewhere drifts (pelab verify)
     }
 
 
@@ -381,16 +382,14 @@ def curve_val_loss(model: Transformer, task: Task, cfg: RunConfig, device: torch
     return evaluate(model, task, task.n, t.eval_batch_size, CURVE_VAL_BATCHES, gen, device, "val", t.precision)["loss"]
 
 
-def _finish(
-    cfg: RunConfig,
-    model: Transformer,
-    task: Task,
-    curve: list[dict[str, float]],
-    checkpoint: str | Path | None,
-    device: torch.device,
-    base: dict,
-) -> RunResult:
-    """Evaluate one trained seed (alone, as every analysis reads it) and save its checkpoint."""
+def end_metrics(
+    cfg: RunConfig, model: Transformer, task: Task, device: torch.device, train_loss: float | None = None
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """What a run's record says of its trained model: (metrics, evals by size). One function for the run that
+    stores them and for ``pelab verify``, which recomputes them from a checkpoint: the same windows, by the same
+    generators, or a received folder's numbers could not be checked against its weights. ``train_loss`` (the
+    curve's last point, which the model alone cannot give) goes where records have always had it; None leaves
+    it out."""
     t = cfg.train
     evals: dict[str, dict[str, float]] = {}
     for n in task.eval_sizes():
@@ -404,12 +403,27 @@ def _finish(
     )
     metrics = dict(evals[str(task.n)])
     metrics.update({f"val_{k}": v for k, v in val.items()})
-    metrics["train_loss"] = curve[-1]["loss"]
+    if train_loss is not None:
+        metrics["train_loss"] = train_loss
     baseline = task.context_free_loss()
     if baseline is not None:
         metrics["baseline_loss"] = baseline
     for n, m in evals.items():
         metrics[size_metric(int(n))] = m["acc"]
+    return metrics, evals
+
+
+def _finish(
+    cfg: RunConfig,
+    model: Transformer,
+    task: Task,
+    curve: list[dict[str, float]],
+    checkpoint: str | Path | None,
+    device: torch.device,
+    base: dict,
+) -> RunResult:
+    """Evaluate one trained seed (alone, as every analysis reads it) and save its checkpoint."""
+    metrics, evals = end_metrics(cfg, model, task, device, train_loss=curve[-1]["loss"])
     if checkpoint is not None:
         from pelab.checkpoint import save
         from pelab.files import atomic_path
@@ -434,6 +448,8 @@ __all__ = [
     "RunResult",
     "autocast",
     "bf16_supported",
+    "curve_val_loss",
+    "end_metrics",
     "evaluate",
     "train_group",
     "train_run",

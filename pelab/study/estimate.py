@@ -95,15 +95,9 @@ PACE_MIN_SECONDS = 60.0
 def machine_key() -> str:
     """The CPU's model name and core count: the pace of one machine kind (the same CPU model took 4 min 52 s on
     one machine and 8 min 14 s on one without AVX-512: the model name tells them apart)."""
-    name = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        pass
-    import platform
+    from pelab.device import cpu_name
 
-    return f"{name or platform.processor() or platform.machine()} x{os.cpu_count() or 1}"
+    return f"{cpu_name()} x{os.cpu_count() or 1}"
 
 
 def read_pace() -> float | None:

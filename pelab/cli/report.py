@@ -36,14 +36,14 @@ def _older_runs_note(out: Path) -> None:
         )
 
 
-def _told(label: str, what: str, job: Callable[[OnProgress], T]) -> tuple[T, float]:
+def _told(label: str, what: str, job: Callable[[OnProgress], T], command: str = "report") -> tuple[T, float]:
     """``job(on_progress)`` behind the runs' kind of progress (a bar, or plain lines in a log file, opened by a line
-    that says ``what`` is done); returns its result and its seconds."""
+    that says, as ``command``, what is done); returns its result and its seconds."""
     from pelab.study.driver import progress_display
 
     start = time.perf_counter()
     if not console.is_terminal:  # a log file gets plain lines where a terminal gets a bar
-        console.print(f"report: {what}", markup=False)
+        console.print(f"{command}: {what}", markup=False)
     with progress_display(console, quiet=False) as progress:
         task = progress.add_task(label, total=1, completed=0, failed="", left="")
 

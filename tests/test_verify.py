@@ -1,0 +1,245 @@
+"""`pelab verify`: a study folder's numbers recomputed from its models and compared with its database.
+
+The independent computation here is the run itself: a study trains and stores its records, and verify must give
+every number back bit for bit from the weights (or by training again) on this machine; then one number at a time
+is edited in a copy, as a forger would, and verify must name exactly that number and exit 1."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pelab.cli import app
+from pelab.report.build import keep_measures
+from pelab.report.verify import Checked, compare, relative, verify
+from pelab.study.driver import run_study
+from pelab.study.grid import parse_study
+
+STUDY = """name = "verify"
+seeds = [900, 901]
+[task]
+name = "charlm"
+length = 16
+[model]
+d = 16
+n_layers = 1
+n_heads = 2
+[train]
+steps = 12
+batch_size = 4
+eval_batches = 2
+eval_batch_size = 8
+lr = 1e-3
+[[grid]]
+name = "g"
+axes = { "model.combine" = ["add", "concat_split"] }
+"""
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four runs (two arms, two seeds stacked), with checkpoints and every measure a report could keep."""
+    out = tmp_path_factory.mktemp("verify") / "s"
+    run_study(parse_study(STUDY), out, workers=1, threads=1, checkpoints=True, quiet=True)
+    keep_measures(out)
+    return out
+
+
+@pytest.fixture
+def copy(study: Path, tmp_path: Path) -> Path:
+    shutil.copytree(study, tmp_path / "s")
+    return tmp_path / "s"
+
+
+def _edit(folder: Path, sql: str, *args: object) -> None:
+    with closing(sqlite3.connect(folder / "results.sqlite")) as c, c:
+        c.execute(sql, args)
+
+
+def _row(folder: Path, column: str) -> tuple[str, object]:
+    with closing(sqlite3.connect(folder / "results.sqlite")) as c:
+        rid, text = c.execute(f"SELECT run_id, {column} FROM runs WHERE status = 'done' ORDER BY run_id").fetchone()
+    return rid, json.loads(text)
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+
+def test_relative_difference_by_hand() -> None:
+    assert relative(2.0, 2.00002) == pytest.approx(0.00002 / 2.00002)  # over the larger of the two
+    assert relative(0.0, 1e-9) == pytest.approx(1e-9)  # below 1, the difference itself
+    assert relative(-4.0, 4.0) == 2.0
+    assert relative(math.nan, math.nan) == 0.0 and relative(math.inf, math.inf) == 0.0
+    assert relative(1.0, math.nan) == math.inf and relative(math.inf, 1e300) == math.inf
+
+
+def test_compare_names_every_leaf_that_differs_or_is_missing() -> None:
+    c = Checked("r", "arm", "weights")
+    stored = {"loss": 2.0, "acc": 0.5, "rows": [1.0, 2.0], "name": "x", "ok": True}
+    ours = {"loss": 2.0 + 1e-7, "acc": 0.75, "rows": [1.0, 2.0, 3.0], "name": "y", "ok": 1, "new": 0.0}
+    compare(stored, ours, 1e-5, c, "m")
+    assert [d.where for d in c.differences] == ["m.acc", "m.name", "m.ok", "m.rows[2]", "m.new"]
+    assert c.compared == 8 and c.largest == pytest.approx(0.25)
+
+
+def test_every_stored_number_is_given_back_bit_for_bit(study: Path) -> None:
+    before = _tree(study)
+    found = verify(study, tol=0.0)
+    assert found.finished == 4 and len(found.checked) == 4 and not found.unchecked
+    assert not found.differing and max(c.largest for c in found.checked) == 0.0
+    assert all(c.how == "weights" for c in found.checked)
+    with closing(sqlite3.connect(study / "results.sqlite")) as conn:
+        kept = conn.execute("SELECT COUNT(*) FROM measures").fetchone()[0]
+    assert kept > 0  # the measures were compared too: each run's count covers its record and its measures
+    per_run = {c.run_id: c.compared for c in found.checked}
+    _, metrics = _row(study, "metrics")
+    assert min(per_run.values()) > len(metrics)
+    assert _tree(study) == before  # nothing in the folder was written
+
+
+@pytest.mark.parametrize(
+    ("column", "path", "change", "named"),
+    [
+        ("metrics", ("acc",), lambda v: v + 0.25, "metrics.acc"),
+        ("metrics", ("val_loss",), lambda v: v * 1.001, "metrics.val_loss"),
+        ("evals", ("16", "bpb"), lambda v: v - 0.01, "evals.16.bpb"),
+        ("curve", (-1, "val_loss"), lambda v: v + 0.5, "curve[-1].val_loss"),
+    ],
+)
+def test_an_edited_number_is_named(copy: Path, column: str, path: tuple, change, named: str) -> None:
+    rid, value = _row(copy, column)
+    leaf = value
+    for key in path[:-1]:
+        leaf = leaf[key]
+    leaf[path[-1]] = change(leaf[path[-1]])
+    _edit(copy, f"UPDATE runs SET {column} = ? WHERE run_id = ?", json.dumps(value), rid)
+    found = verify(copy)
+    assert [(c.run_id, d.where) for c in found.differing for d in c.differences] == [(rid, named)]
+
+
+def test_an_edited_parameter_count_and_measure_are_named(copy: Path) -> None:
+    rid, _ = _row(copy, "metrics")
+    _edit(copy, "UPDATE runs SET params = params + 1 WHERE run_id = ?", rid)
+    with closing(sqlite3.connect(copy / "results.sqlite")) as c, c:
+        mrid, key, text = c.execute("SELECT run_id, key, value FROM measures ORDER BY run_id, key").fetchone()
+        value = json.loads(text)
+        name = next(k for k, v in value.items() if isinstance(v, float))
+        value[name] += 0.1
+        c.execute("UPDATE measures SET value = ? WHERE run_id = ? AND key = ?", (json.dumps(value), mrid, key))
+    found = verify(copy)
+    where = {(c.run_id, d.where) for c in found.differing for d in c.differences}
+    assert where == {(rid, "params"), (mrid, f"measure {json.loads(key)[1]}.{name}")}
+
+
+def test_a_run_without_weights_is_unchecked_until_trained_again(copy: Path) -> None:
+    rid, metrics = _row(copy, "metrics")
+    os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
+    found = verify(copy)
+    assert not found.differing and [ids for ids in found.unchecked.values()] == [[rid]]
+    again = verify(copy, tol=0.0, retrain=[rid])  # seeds 900 and 901 trained in one stack; 900 alone is the same
+    assert not again.unchecked and not again.differing
+    assert [c.how for c in again.checked if c.run_id == rid] == ["trained again"]
+    metrics["train_loss"] += 1e-3  # what only training gives back
+    _edit(copy, "UPDATE runs SET metrics = ? WHERE run_id = ?", json.dumps(metrics), rid)
+    found = verify(copy, retrain=[rid])
+    assert [d.where for c in found.differing for d in c.differences] == ["metrics.train_loss"]
+
+
+def test_a_damaged_checkpoint_is_unchecked_not_a_crash(copy: Path) -> None:
+    rid, _ = _row(copy, "metrics")
+    (copy / "checkpoints" / f"{rid}.safetensors").write_bytes(b"\0" * 100)
+    found = verify(copy)
+    assert [(why.split(",")[0], ids) for why, ids in found.unchecked.items()] == [("a damaged checkpoint", [rid])]
+    assert len(found.checked) == 3
+
+
+def test_the_command_exit_codes_and_lines(copy: Path) -> None:
+    r = CliRunner().invoke(app, ["verify", str(copy)])
+    assert r.exit_code == 0, r.output
+    assert "4 of 4 finished run(s) checked (4 from their weights, 0 trained again)" in r.output
+    assert "every number matches its model" in r.output
+    rid, _ = _row(copy, "metrics")
+    os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
+    r = CliRunner().invoke(app, ["verify", str(copy)])
+    assert r.exit_code == 3 and "1 run(s) not checked: no checkpoint" in r.output
+    r = CliRunner().invoke(app, ["verify", str(copy), "--retrain-some", "4", "--draw", "7"])
+    assert r.exit_code == 0 and "training again 4 run(s) drawn at random (--draw 7)" in r.output
+    _edit(copy, "UPDATE runs SET flops_per_token = flops_per_token * 2 WHERE run_id = ?", rid)
+    r = CliRunner().invoke(app, ["verify", str(copy), "--retrain", rid[:6]])
+    assert r.exit_code == 1 and "flops_per_token" in r.output and "1 number(s) in 1 run(s) differ" in r.output
+
+
+def test_bad_input_is_one_line_and_exit_2(study: Path, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "results.sqlite").symlink_to(study / "results.sqlite")
+    cases = {
+        "tol": ["verify", str(study), "--tol", "2"],
+        "retrain": ["verify", str(study), "--retrain", "ffff"],
+        "retrain-some": ["verify", str(study), "--retrain-some", "-1"],
+        "out": ["verify", str(tmp_path)],
+        "results.sqlite": ["verify", str(linked)],
+    }
+    procs = {k: subprocess.Popen([sys.executable, "-m", "pelab", *a], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for k, a in cases.items()}  # fmt: skip
+    for field, p in procs.items():
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 2, (field, out, err)
+        assert err.count("\n") == 1 and field in err and "Traceback" not in err, (field, err)
+
+
+def test_a_run_of_an_older_computation_is_left_as_the_report_leaves_it(copy: Path) -> None:
+    rid, versions = _row(copy, "versions")
+    versions["engine"] = "stacked-1"
+    _edit(copy, "UPDATE runs SET versions = ? WHERE run_id = ?", json.dumps(versions), rid)
+    found = verify(copy)
+    assert [(why.split(" (")[0], ids) for why, ids in found.unchecked.items()] == [
+        ("trained by an older computation", [rid])
+    ]
+
+
+def test_which_runs_must_train_again_bit_for_bit() -> None:
+    import torch
+
+    from pelab.device import cpu_kind
+    from pelab.report.verify import trained_elsewhere
+
+    cpu = torch.device("cpu")
+    here = {"versions": {"cpu": cpu_kind()}, "device": "cpu"}
+    assert trained_elsewhere(here, cpu) is None
+    other = "AMD EPYC; AVX512; flags 0"
+    assert trained_elsewhere({**here, "versions": {"cpu": other}}, cpu) == other
+    assert trained_elsewhere({**here, "versions": {}}, cpu) == "a CPU it did not record"  # pelab before verify
+    assert trained_elsewhere({**here, "device": "cuda:0"}, cpu) == "cuda:0"
+    assert trained_elsewhere(here, torch.device("meta")) == "a CPU, trained again on meta"
+
+
+def test_a_run_trained_elsewhere_drifts_and_is_shown_not_judged(copy: Path) -> None:
+    """Training is bit for bit on one CPU kind only: a run from another kind that moved is a measurement (exit 3,
+    with how far its main number moved), never "differs"; the same edit on a run of this kind is a finding."""
+    rid, row = _row(copy, "versions")
+    _, metrics = _row(copy, "metrics")
+    metrics["bpb"] *= 1.01
+    _edit(copy, "UPDATE runs SET metrics = ? WHERE run_id = ?", json.dumps(metrics), rid)
+    os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
+    r = CliRunner().invoke(app, ["verify", str(copy), "--retrain", rid])
+    assert r.exit_code == 1 and "metrics.bpb" in r.output  # trained here: it had to match
+    row["cpu"] = "Another CPU; AVX2; flags 12345678"
+    _edit(copy, "UPDATE runs SET versions = ? WHERE run_id = ?", json.dumps(row), rid)
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["verify", str(copy), "--retrain", rid])
+    assert r.exit_code == 3, r.output
+    assert "Another CPU; AVX2" in r.output and "1 run(s) trained again on another kind of machine" in r.output
+    assert "(9.9e-03)" in r.output  # bpb moved by 1% of the larger: 0.01 / 1.01

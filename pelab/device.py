@@ -49,3 +49,9 @@ def cpu_kind() -> str:
     flags = " ".join(sorted(_cpuinfo("flags").split()))
     digest = hashlib.sha256(flags.encode()).hexdigest()[:8] if flags else "unknown"
     return f"{cpu_name()}; {torch.backends.cpu.get_cpu_capability()}; flags {digest}"
+
+
+def device_kind(device: torch.device) -> str:
+    """``cpu_kind`` on a CPU, the GPU's name on CUDA: what a run records of the machine whose kernels made its
+    numbers (``versions.cpu`` or ``versions.gpu``)."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_kind()

@@ -24,7 +24,7 @@ from torch import Tensor
 
 import pelab
 from pelab.config import RunConfig
-from pelab.device import cpu_kind, resolve_device
+from pelab.device import cpu_kind, device_kind, resolve_device
 from pelab.errors import PelabError
 from pelab.model import Transformer
 from pelab.records import ENGINE, RunResult, size_metric
@@ -266,6 +266,9 @@ def _train(
     device = resolve_device(device_name)
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)  # a worker given cuda:k makes no context on cuda:0 (several runs per GPU)
+    if device.type == "cuda":  # whose kernels made the numbers: a run evaluated again elsewhere drifts (pelab verify)
+        for base in bases:
+            base["versions"]["gpu"] = device_kind(device)
     cfg0 = cfgs[0]
     task = make_task(cfg0.task)
     task.check_data()  # a config validates without reading data; a run that reads it checks it first

@@ -118,17 +118,18 @@ def _say(found: Verification, tol: float, seconds: float) -> int:
             f"give{more}: this folder's database is not the record of its models[/]"
         )
     if found.drifted:
-        table = Table("run", "arm", "trained on", "main number: stored → again", "largest difference",
-                      title="trained again on another kind of machine: how far each run moved")  # fmt: skip
+        table = Table("run", "arm", "how", "made on", "main number: stored → again", "largest difference",
+                      title="recomputed on another kind of machine than its own: how far each run moved")  # fmt: skip
         for c in found.drifted:
             name, was, now = c.headline or ("?", math.nan, math.nan)
             moved = f"{name} {was:.4f} → {now:.4f} ({relative(was, now):.1e})"
-            table.add_row(*(escape(visible(str(x))) for x in (c.run_id, c.arm, c.elsewhere, moved, f"{c.largest:.1e}")))
+            cells = (c.run_id, c.arm, c.how, c.elsewhere, moved, f"{c.largest:.1e}")
+            table.add_row(*(escape(visible(str(x))) for x in cells))
         console.print(table)
         console.print(
-            f"[yellow]verify: {len(found.drifted)} run(s) trained again on another kind of machine than theirs moved "
-            f"past the tolerance; training is bit for bit only on one kind, so read how far they moved against the "
-            f"margins a verdict reads (docs/study.md#checking-a-received-study has what two CPU kinds gave)[/]"
+            f"[yellow]verify: {len(found.drifted)} run(s) recomputed on another kind of machine moved past the "
+            f"tolerance;\nnumbers are bit for bit on one kind only: read the drift against the spread of the "
+            f"comparisons it feeds (docs/study.md)[/]"
         )
     for why, ids in found.unchecked.items():
         first = ", ".join(visible(i) for i in ids[:3]) + (", ..." if len(ids) > 3 else "")

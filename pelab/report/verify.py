@@ -6,7 +6,7 @@ forger cannot fake cheaply, so this recomputes, from each finished run's checkpo
 the trained model (test metrics at every size, validation metrics, the last point of the held-out curve, parameters
 and FLOPs) and every measure an earlier report kept of it, and compares. Runs whose weights did not travel can be
 trained again (``retrain``): the same config, seed and thread count give the same numbers bit for bit on the same
-kind of CPU, and close ones elsewhere (docs/study.md has what was measured across CPUs).
+kind of CPU, and numbers that drift elsewhere, shown rather than judged (docs/study.md has what two CPU kinds gave).
 
 A study folder is untrusted input here too: it is read as `pelab report` reads it (no link followed, damaged
 checkpoints counted as missing, rows that do not hold together left out and counted), and nothing in it is written.
@@ -42,9 +42,10 @@ class Difference:
 @dataclass
 class Checked:
     """One finished run, recomputed: how (from its weights, or trained again), how many numbers were compared,
-    the largest relative difference among them and the differences beyond the tolerance. A run trained again on
-    another kind of machine than the one that trained it (``elsewhere`` names that one) is expected to drift, so
-    its differences are a measurement, not a finding; ``headline`` is its main number, stored and recomputed."""
+    the largest relative difference among them and the differences beyond the tolerance. A run recomputed where
+    its numbers may drift (trained again on another kind of machine than its own, evaluated on another kind of
+    device: ``elsewhere`` names where they were made) has differences that are a measurement, not a finding;
+    ``headline`` is its main number, stored and recomputed."""
 
     run_id: str
     arm: str
@@ -71,7 +72,7 @@ class Verification:
 
     @property
     def drifted(self) -> list[Checked]:
-        """The runs trained again on another kind of machine whose numbers moved past the tolerance."""
+        """The runs recomputed on another kind of machine than their own whose numbers moved past the tolerance."""
         return [c for c in self.checked if c.differences and c.elsewhere is not None]
 
     def leave(self, why: str, run_id: str) -> None:
@@ -156,9 +157,12 @@ def from_weights(folder: Path, row: dict[str, Any], tol: float, device: Any) -> 
     model, cfg = StudyFolder(folder).load_trained(row["run_id"])
     model = model.to(device)
     task = make_task(cfg.task)
-    out = Checked(row["run_id"], arm_label(row["config"]), "weights")
+    out = Checked(row["run_id"], arm_label(row["config"]), "weights", elsewhere=elsewhere(row, device, False))
     with torch.no_grad():
         metrics, evals = end_metrics(cfg, model, task, device)
+        key = headline(row["metrics"])
+        if key in metrics:
+            out.headline = (key, float(row["metrics"][key]), float(metrics[key]))
         stored = {k: v for k, v in row["metrics"].items() if k != "train_loss"}
         compare(stored, metrics, tol, out, "metrics")
         compare(row["evals"], evals, tol, out, "evals")
@@ -184,21 +188,30 @@ def measures_from_weights(
         compare(value, measure_job(str(folder), name, run_id, at_init), tol, into, f"measure {name}")
 
 
-def trained_elsewhere(row: dict[str, Any], device: Any) -> str | None:
-    """None where training ``row``'s config again on ``device`` must give its numbers bit for bit: it trained on a
-    CPU of this kind (``pelab.device.cpu_kind``, recorded since pelab verify) and is trained again on this CPU.
-    Otherwise what it trained on, as a person reads it."""
-    from pelab.device import cpu_kind
-
+def recorded_kind(row: dict[str, Any]) -> str | None:
+    """The kind of machine whose kernels made a run's numbers, as it recorded it (``versions.cpu`` or
+    ``versions.gpu``, by the device it ran on); None for a run from before pelab recorded it."""
     versions = row["versions"] if isinstance(row["versions"], dict) else {}
-    recorded = versions.get("cpu")
-    if not str(row.get("device", "cpu")).startswith("cpu"):
-        return str(row.get("device"))
-    if device.type != "cpu":
-        return f"a CPU, trained again on {device}"
+    kind = versions.get("gpu" if str(row.get("device", "cpu")).startswith("cuda") else "cpu")
+    return str(kind) if kind is not None else None
+
+
+def elsewhere(row: dict[str, Any], device: Any, retrain: bool) -> str | None:
+    """None where recomputing ``row`` on ``device`` must give its numbers within the tolerance: training again
+    needs the kind of machine that trained it (``pelab.device.device_kind``: bit for bit there, a drift elsewhere);
+    evaluating fp32 weights needs only the same kind of device (other kernels move it by about 1e-7,
+    bench/verify_isa.py), bf16 the same kind of machine. Otherwise where its numbers were made, as a person reads it."""
+    from pelab.device import device_kind
+
+    made_on = str(row.get("device", "cpu"))
+    if made_on.split(":")[0] != device.type:
+        return f"{made_on}, recomputed on {device.type}"
+    if not retrain and row["config"]["train"].get("precision", "fp32") == "fp32":
+        return None
+    recorded = recorded_kind(row)
     if recorded is None:
-        return "a CPU it did not record"
-    return None if recorded == cpu_kind() else str(recorded)
+        return f"a {device.type.upper()} it did not record"
+    return None if recorded == device_kind(device) else recorded
 
 
 def headline(metrics: dict[str, Any]) -> str:
@@ -215,7 +228,7 @@ def retrained(row: dict[str, Any], tol: float, device: Any) -> Checked:
 
     cfg = RunConfig.model_validate(row["config"])
     result = train_run(cfg, device=str(device), threads=int(row["threads"]) or None)
-    out = Checked(row["run_id"], arm_label(row["config"]), "trained again", elsewhere=trained_elsewhere(row, device))
+    out = Checked(row["run_id"], arm_label(row["config"]), "trained again", elsewhere=elsewhere(row, device, True))
     key = headline(row["metrics"])
     if key in result.metrics:
         out.headline = (key, float(row["metrics"][key]), float(result.metrics[key]))

@@ -248,3 +248,14 @@ def test_a_run_trained_elsewhere_drifts_and_is_shown_not_judged(copy: Path) -> N
     assert r.exit_code == 3, r.output
     assert "Another CPU; AVX2" in r.output and "1 run(s) recomputed on another kind of machine moved" in r.output
     assert "(9.9e-03)" in r.output  # bpb moved by 1% of the larger: 0.01 / 1.01
+
+
+def test_worker_processes_give_what_one_process_gives(study: Path) -> None:
+    """A large check runs on the report's worker processes (one per core): the same runs, in the folder's order,
+    the same numbers compared and found."""
+    before = _tree(study)
+    alone, pooled = verify(study, workers=1), verify(study, workers=2)
+    assert [(c.run_id, c.compared, c.largest) for c in pooled.checked] == [
+        (c.run_id, c.compared, c.largest) for c in alone.checked
+    ]
+    assert _tree(study) == before

@@ -58,14 +58,17 @@ def run_seconds(cfg: RunConfig) -> float:
     return group_seconds([cfg])
 
 
-def eval_seconds(cfg: RunConfig) -> float:
-    """Seconds of evaluation past the default budget the fit includes: forward passes only (a third of a training
-    token's cost), at each evaluated size and once more for validation."""
+def eval_seconds(cfg: RunConfig, whole: bool = False) -> float:
+    """Seconds of evaluation past the default budget the fit includes (``whole``: all of it, as `pelab verify`
+    evaluates a stored model again): forward passes only (a third of a training token's cost), at each evaluated
+    size and once more for validation."""
     from pelab.config import TrainConfig
 
     task = make_task(cfg.task)
     default = TrainConfig()
-    extra = cfg.train.eval_batches * cfg.train.eval_batch_size - default.eval_batches * default.eval_batch_size
+    extra = cfg.train.eval_batches * cfg.train.eval_batch_size
+    if not whole:
+        extra -= default.eval_batches * default.eval_batch_size
     if extra <= 0:
         return 0.0
     per_token = CPU_FIT[3:]

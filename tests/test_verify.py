@@ -18,6 +18,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 from typer.testing import CliRunner
 
 from pelab.cli import app
@@ -259,3 +260,21 @@ def test_worker_processes_give_what_one_process_gives(study: Path) -> None:
         (c.run_id, c.compared, c.largest) for c in alone.checked
     ]
     assert _tree(study) == before
+
+
+def test_the_kernels_bench_prints_each_stand_in_for_another_cpu(study: Path, monkeypatch, capsys) -> None:
+    """bench/verify_isa.py: each environment's recomputation in a subprocess of its own, as a table row; here the
+    machine as it is (every number bit for bit, so 0) and PyTorch's kernels without vectors (not above 1e-5)."""
+    bench = load_script("bench/verify_isa.py")
+    kernels = {k: bench.KERNELS[k] for k in ("as this machine, 2 threads", "PyTorch kernels: no vectors")}
+    monkeypatch.setattr(bench, "KERNELS", kernels)
+    monkeypatch.setattr("sys.argv", ["verify_isa", str(study)])
+    bench.main()
+    rows = [
+        line.split(" | ")
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("| ") and "---" not in line
+    ]
+    assert [r[0] for r in rows[1:]] == ["| as this machine, 2 threads", "| PyTorch kernels: no vectors"]
+    assert [r[1] for r in rows[1:]] == ["4", "4"]
+    assert float(rows[1][3]) == 0.0 and float(rows[2][3]) <= 1e-5

@@ -99,7 +99,7 @@ def test_compare_names_every_leaf_that_differs_or_is_missing() -> None:
 def test_every_stored_number_is_given_back_bit_for_bit(study: Path) -> None:
     before = _tree(study)
     found = verify(study, tol=0.0)
-    assert found.finished == 4 and len(found.checked) == 4 and not found.unchecked
+    assert found.stored == 4 and len(found.checked) == 4 and not found.unchecked
     assert not found.differing and max(c.largest for c in found.checked) == 0.0
     assert all(c.how == "weights" for c in found.checked)
     with closing(sqlite3.connect(study / "results.sqlite")) as conn:
@@ -170,7 +170,7 @@ def test_a_damaged_checkpoint_is_unchecked_not_a_crash(copy: Path) -> None:
 def test_the_command_exit_codes_and_lines(copy: Path) -> None:
     r = CliRunner().invoke(app, ["verify", str(copy)])
     assert r.exit_code == 0, r.output
-    assert "4 of 4 finished run(s) checked (4 from their weights, 0 trained again)" in r.output
+    assert "4 of 4 stored run(s) checked (4 from their weights, 0 trained again)" in r.output
     assert "every number matches its model" in r.output
     rid, _ = _row(copy, "metrics")
     os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
@@ -278,3 +278,20 @@ def test_the_kernels_bench_prints_each_stand_in_for_another_cpu(study: Path, mon
     assert [r[0] for r in rows[1:]] == ["| as this machine, 2 threads", "| PyTorch kernels: no vectors"]
     assert [r[1] for r in rows[1:]] == ["4", "4"]
     assert float(rows[1][3]) == 0.0 and float(rows[2][3]) <= 1e-5
+
+
+def test_a_removed_row_or_a_seed_said_to_diverge_is_not_passed(copy: Path) -> None:
+    """Dropping a bad seed changes a verdict as an edit does: a run of the study's design that the database lacks
+    is unchecked, a run said to have diverged is unchecked until trained again, and trained again it must end so."""
+    rid, _ = _row(copy, "metrics")
+    _edit(copy, "UPDATE runs SET status = 'diverged', reason = 'non-finite loss at step 3' WHERE run_id = ?", rid)
+    found = verify(copy)
+    assert {why.split(" (")[0]: ids for why, ids in found.unchecked.items()} == {"ended diverged": [rid]}
+    r = CliRunner().invoke(app, ["verify", str(copy), "--retrain", rid])
+    assert r.exit_code == 1 and "status" in r.output and "diverged" in r.output, r.output
+    _edit(copy, "DELETE FROM runs WHERE run_id = ?", rid)
+    found = verify(copy)
+    assert {why.split(" (")[0]: ids for why, ids in found.unchecked.items()} == {
+        "in the study's design, not in its database": [rid]
+    }
+    assert CliRunner().invoke(app, ["verify", str(copy)]).exit_code == 3

@@ -18,9 +18,9 @@ from pelab.report.verify import TOLERANCE
 if TYPE_CHECKING:
     from pelab.report.verify import Verification
 
-#: Exit codes: every finished run checked and every number matched; a number did not match; nothing differed, but
-#: some finished runs could not be checked (no weights, not trained again) or were trained again on another kind of
-#: machine and moved.
+#: Exit codes: every stored run checked and every number matched; a number did not match; nothing differed, but
+#: some runs could not be checked (no weights, not trained again, in the design but not stored) or were recomputed on
+#: another kind of machine and moved.
 MATCHED, DIFFERS, INCOMPLETE = 0, 1, 3
 
 #: Differences printed in full; the rest are counted.
@@ -32,10 +32,10 @@ def verify(
     out: Annotated[Path, typer.Argument(help="study folder")],
     retrain: Annotated[
         list[str] | None,
-        typer.Option("--retrain", help="a run id (or unique prefix) to train again and compare (repeatable)"),
+        typer.Option("--retrain", help="a stored run's id (or unique prefix) to train again and compare (repeatable)"),
     ] = None,
     retrain_some: Annotated[
-        int, typer.Option("--retrain-some", help="train again this many finished runs drawn at random, and compare")
+        int, typer.Option("--retrain-some", help="train again this many stored runs drawn at random, and compare")
     ] = 0,
     draw: Annotated[
         int | None, typer.Option(help="the seed of --retrain-some's draw (default: a fresh one, printed)")
@@ -47,8 +47,8 @@ def verify(
     trust_plugins: TrustOption = False,
 ) -> None:
     """Recompute a study's numbers from its checkpoints (and, with --retrain, by training again) and compare them
-    with its database: exit 0 when every finished run was checked and matched, 1 when a number differs, 3 when
-    nothing differed but some runs could not be checked."""
+    with its database: exit 0 when every run was checked and matched, 1 when a number differs, 3 when nothing
+    differed but some runs could not be checked."""
     import math
     import random
 
@@ -63,12 +63,12 @@ def verify(
     if not (out / DB_NAME).is_file():
         raise PelabError(f"out: {out} holds no pelab study (no {DB_NAME})")
     with Store(out, create=False) as store:  # a damaged or foreign database is refused in one line
-        done = sorted(r["run_id"] for r in store.rows(quiet=True) if r["status"] == "done")
+        stored = sorted(r["run_id"] for r in store.rows(quiet=True))
     folder_plugins(out, plugin, trust_plugins)  # its plugins' code runs only when confirmed
-    named = [_one(prefix, done, out) for prefix in retrain or []]
+    named = [_one(prefix, stored, out) for prefix in retrain or []]
     if retrain_some:
         seed = draw if draw is not None else secrets.randbelow(2**31)
-        pool = [r for r in done if r not in named]
+        pool = [r for r in stored if r not in named]
         picked = random.Random(seed).sample(pool, min(retrain_some, len(pool)))
         console.print(f"verify: training again {len(picked)} run(s) drawn at random (--draw {seed})")
         named += picked
@@ -79,11 +79,11 @@ def verify(
     raise typer.Exit(_say(found, tol, seconds))
 
 
-def _one(prefix: str, done: list[str], out: Path) -> str:
-    matches = [r for r in done if r.startswith(prefix)]
+def _one(prefix: str, stored: list[str], out: Path) -> str:
+    matches = [r for r in stored if r.startswith(prefix)]
     if len(matches) != 1:
-        what = "no finished run" if not matches else f"{len(matches)} finished runs"
-        raise PelabError(f"retrain: {what} in {out} match {prefix!r}; give a finished run's id")
+        what = "no stored run" if not matches else f"{len(matches)} stored runs"
+        raise PelabError(f"retrain: {what} in {out} match {prefix!r}; give a stored run's id")
     return matches[0]
 
 
@@ -100,7 +100,7 @@ def _say(found: Verification, tol: float, seconds: float) -> int:
     largest = max((c.largest for c in found.checked), default=0.0)
     unchecked = sum(len(v) for v in found.unchecked.values())
     console.print(
-        f"verify: {len(found.checked)} of {found.finished} finished run(s) checked ({weights} from their weights, "
+        f"verify: {len(found.checked)} of {found.stored} stored run(s) checked ({weights} from their weights, "
         f"{again} trained again) in {seconds:.0f} s"
     )
     console.print(

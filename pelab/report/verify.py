@@ -65,11 +65,12 @@ class Checked:
 
 @dataclass
 class Verification:
-    """What ``verify`` found: the runs checked, and the finished runs it could not check, by reason."""
+    """What ``verify`` found: the runs checked, and the runs it could not check, by reason, of the ``stored`` runs
+    whose rows hold together."""
 
     checked: list[Checked] = field(default_factory=list)
     unchecked: dict[str, list[str]] = field(default_factory=dict)
-    finished: int = 0
+    stored: int = 0
 
     @property
     def differing(self) -> list[Checked]:
@@ -236,8 +237,12 @@ def retrained(row: dict[str, Any], tol: float, device: Any) -> Checked:
     key = headline(row["metrics"])
     if key in result.metrics:
         out.headline = (key, float(row["metrics"][key]), float(result.metrics[key]))
-    if result.status != "done":
-        out.differences.append(Difference("status", "done", f"{result.status} ({result.reason})"))
+    if result.status != row["status"]:  # a seed said to diverge that trains to the end, or the other way round
+        out.differences.append(Difference("status", row["status"], f"{result.status} ({result.reason})"))
+        return out
+    if result.status != "done":  # it ended so again: at the same step, after the same curve
+        compare(row.get("reason"), result.reason, tol, out, "reason")
+        compare(row["curve"], result.curve, tol, out, "curve")
         return out
     compare(row["metrics"], result.metrics, tol, out, "metrics")
     compare(row["evals"], result.evals, tol, out, "evals")
@@ -256,8 +261,9 @@ def verify(
     workers: int | None = None,
 ) -> Verification:
     """Check every finished run of the study in ``folder`` whose weights are there and whole against them (with
-    its kept measures), and train again the runs named in ``retrain`` (run ids), whatever their weights. A run
-    that is neither is listed as unchecked, with why. Reads only; writes nothing in the folder."""
+    its kept measures), and train again the runs named in ``retrain`` (run ids, finished or not), whatever their
+    weights. A run that is neither, and a run of the study's design that the database lacks, is listed as
+    unchecked, with why. Reads only; writes nothing in the folder."""
     from pelab.config import RunConfig
     from pelab.records import ENGINE
     from pelab.report.context import checkpoint_digest, measuring_code, report_pool
@@ -270,15 +276,25 @@ def verify(
     folder = Path(folder)
     study = StudyFolder(folder)
     with Store(folder, create=False) as store:
-        rows = [r for r in store.rows(quiet=True) if r["status"] == "done"]
+        stored = store.rows(quiet=True)
         excluded = list(store.excluded)
         kept = store.stored_measures(measuring_code())
-    found = Verification(finished=len(rows))
+        design = store.study()
+    found = Verification(stored=len(stored))
     for run_id, _ in excluded:
         found.leave("its row does not hold together (`pelab results` says why)", run_id)
+    if design is not None:  # a seed whose row is gone (a bad seed dropped) changes a verdict as an edit does
+        have = {r["run_id"] for r in stored} | {run_id for run_id, _ in excluded}
+        for run in study.load_design(design)[0].runs:
+            if run.run_id not in have:
+                found.leave("in the study's design, not in its database (a study not finished, or a row removed)",
+                            run.run_id)  # fmt: skip
     again = set(retrain or ())
     plan: list[tuple[str, dict[str, Any]]] = []
-    for r in rows:
+    for r in stored:
+        if r["status"] != "done" and r["run_id"] not in again:
+            found.leave(f"ended {r['status']} (train it again with --retrain: it must end so again)", r["run_id"])
+            continue
         engine = (r["versions"] or {}).get("engine") if isinstance(r["versions"], dict) else None
         if r["run_id"] in again:
             plan.append(("retrain", r))

@@ -295,3 +295,34 @@ def test_a_removed_row_or_a_seed_said_to_diverge_is_not_passed(copy: Path) -> No
         "in the study's design, not in its database": [rid]
     }
     assert CliRunner().invoke(app, ["verify", str(copy)]).exit_code == 3
+
+
+def test_a_run_that_diverged_is_trained_again_to_the_same_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model that starts with a NaN weight diverges: trained again, it diverges at the same step with the same
+    curve, and a row that says otherwise (another step, or that it finished) is a difference. The independent
+    record is the run's own result."""
+    import torch
+
+    from pelab import train
+    from pelab.report.verify import retrained
+
+    real = train.Transformer
+
+    def poisoned(cfg):  # noqa: ANN001, ANN202
+        m = real(cfg)
+        with torch.no_grad():
+            m.head.weight[0, 0] = math.nan
+        return m
+
+    monkeypatch.setattr(train, "Transformer", poisoned)
+    run = parse_study(STUDY).runs[0]
+    result = train.train_run(run, device="cpu", threads=1)
+    assert result.status == "diverged", result
+    row = {**result.model_dump(), "config": run.model_dump()}
+    cpu = torch.device("cpu")
+    again = retrained(row, 0.0, cpu)
+    assert again.differences == [] and again.compared > 0 and again.headline is None
+    said = retrained({**row, "reason": "non-finite loss at step 7"}, 0.0, cpu)
+    assert [d.where for d in said.differences] == ["reason"]
+    finished = retrained({**row, "status": "done"}, 0.0, cpu)
+    assert [(d.where, d.stored) for d in finished.differences] == [("status", "done")]

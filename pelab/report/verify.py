@@ -225,9 +225,10 @@ def headline(metrics: dict[str, Any]) -> str:
 
 
 def retrained(row: dict[str, Any], tol: float, device: Any) -> Checked:
-    """Train a finished run again from its config, alone, at the thread count it recorded, and compare every
-    number of its record that training gives: metrics (training loss too), evals, the whole curve, parameters,
-    FLOPs. A run trained in a stack gives the same numbers alone (``pelab.stacked``)."""
+    """Train a stored run again from its config, alone, at the thread count it recorded, and compare every number
+    of its record that training gives: its status; for a finished run its metrics (training loss too), evals,
+    whole curve, parameters and FLOPs; for one that diverged its reason (the step) and curve. A run trained in a
+    stack gives the same numbers alone (``pelab.stacked``)."""
     from pelab.config import RunConfig
     from pelab.train import train_run
 
@@ -235,7 +236,7 @@ def retrained(row: dict[str, Any], tol: float, device: Any) -> Checked:
     result = train_run(cfg, device=str(device), threads=int(row["threads"]) or None)
     out = Checked(row["run_id"], arm_label(row["config"]), "trained again", elsewhere=elsewhere(row, device, True))
     key = headline(row["metrics"])
-    if key in result.metrics:
+    if key in result.metrics and key in row["metrics"]:  # a run that did not finish has no main number
         out.headline = (key, float(row["metrics"][key]), float(result.metrics[key]))
     if result.status != row["status"]:  # a seed said to diverge that trains to the end, or the other way round
         out.differences.append(Difference("status", row["status"], f"{result.status} ({result.reason})"))

@@ -5,14 +5,24 @@ importing torch or the model (only training makes one).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 #: Accuracy at each evaluated size is stored flat among a run's metrics as ``acc_at_<n>`` (results.sqlite
 #: and every frame read from it); these two are the only places that spell or parse the key.
 _SIZE_KEY = re.compile(r"^(?:m\.)?acc_at_(\d+)$")
+
+
+def trained_on(row: Mapping[str, Any]) -> str | None:
+    """The kind of machine whose kernels made a stored run's numbers, as the run recorded it (``versions.cpu``, or
+    ``versions.gpu`` for a run on CUDA; ``pelab.device.device_kind``); None for a run from before pelab recorded it.
+    A run is bit for bit again only on its own kind (`pelab verify`)."""
+    versions = row.get("versions")
+    versions = versions if isinstance(versions, dict) else {}
+    kind = versions.get("gpu" if str(row.get("device", "cpu")).startswith("cuda") else "cpu")
+    return str(kind) if kind is not None else None
 
 
 def size_metric(n: int) -> str:

@@ -326,3 +326,19 @@ def test_a_run_that_diverged_is_trained_again_to_the_same_end(monkeypatch: pytes
     assert [d.where for d in said.differences] == ["reason"]
     finished = retrained({**row, "status": "done"}, 0.0, cpu)
     assert [(d.where, d.stored) for d in finished.differences] == [("status", "done")]
+
+
+def test_the_report_says_which_kinds_of_machine_trained_its_runs() -> None:
+    from pelab.report.build import machine_facts
+
+    a, b = "Intel Xeon; AVX512; flags 1", "AMD EPYC; AVX512; flags 2"
+    rows = [{"status": "done", "device": "cpu", "versions": {"cpu": v}} for v in (a, a, b)]
+    rows += [
+        {"status": "done", "device": "cpu", "versions": {}},  # pelab before it recorded them
+        {"status": "done", "device": "cuda:0", "versions": {"cpu": a, "gpu": "NVIDIA H200"}},
+        {"status": "diverged", "device": "cpu", "versions": {"cpu": b}},  # made no number the report reads
+    ]
+    assert machine_facts(rows)["runs trained on"] == (
+        f"{a}: 2 run(s); {b}: 1 run(s); cpu, not recorded: 1 run(s); NVIDIA H200: 1 run(s)"
+    )
+    assert "runs trained on" not in machine_facts([])

@@ -23,7 +23,7 @@ import torch
 import pelab
 from pelab.errors import NothingFinished, PelabError
 from pelab.files import write_atomic
-from pelab.records import ENGINE
+from pelab.records import ENGINE, trained_on
 from pelab.report import rates
 from pelab.report.answer import gap_figure, lm_sentences
 from pelab.report.catalog import all_claims
@@ -50,17 +50,16 @@ from pelab.study.stats import runs_frame
 from pelab.study.store import Store
 
 
-def machine_facts() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+def machine_facts(rows: Sequence[dict[str, Any]] = ()) -> dict[str, str]:
+    """This machine, which builds the report, and the kinds of machine the finished runs recorded training on
+    (``versions.cpu`` or ``versions.gpu``): a run is bit for bit again only on its own kind (`pelab verify`)."""
+    from pelab.device import cpu_name
+
+    kinds = Counter(
+        trained_on(r) or f"{r.get('device', 'cpu')}, not recorded" for r in rows if r.get("status") == "done"
+    )
     return {
-        "cpu": cpu,
+        "cpu": cpu_name(),
         "cores": str(os.cpu_count()),
         "torch threads": str(torch.get_num_threads()),
         "torch": torch.__version__,
@@ -68,6 +67,7 @@ def machine_facts() -> dict[str, str]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "pelab": pelab.__version__,
+        **({"runs trained on": "; ".join(f"{k}: {n} run(s)" for k, n in kinds.most_common())} if kinds else {}),
     }
 
 
@@ -430,7 +430,7 @@ def build_report(
         axes=ctx.study.axes,
         held=held,
         command=cmd,
-        machine=machine_facts(),
+        machine=machine_facts(ctx.rows),
         study_seconds=seconds,
         report_seconds=None,
         source=ctx.study.source,

@@ -193,27 +193,20 @@ def measures_from_weights(
         compare(value, measure_job(str(folder), name, run_id, at_init), tol, into, f"measure {name}")
 
 
-def recorded_kind(row: dict[str, Any]) -> str | None:
-    """The kind of machine whose kernels made a run's numbers, as it recorded it (``versions.cpu`` or
-    ``versions.gpu``, by the device it ran on); None for a run from before pelab recorded it."""
-    versions = row["versions"] if isinstance(row["versions"], dict) else {}
-    kind = versions.get("gpu" if str(row.get("device", "cpu")).startswith("cuda") else "cpu")
-    return str(kind) if kind is not None else None
-
-
 def elsewhere(row: dict[str, Any], device: Any, retrain: bool) -> str | None:
     """None where recomputing ``row`` on ``device`` must give its numbers within the tolerance: training again
     needs the kind of machine that trained it (``pelab.device.device_kind``: bit for bit there, a drift elsewhere);
     evaluating fp32 weights needs only the same kind of device (other kernels move it by about 1e-7,
     bench/verify_isa.py), bf16 the same kind of machine. Otherwise where its numbers were made, as a person reads it."""
     from pelab.device import device_kind
+    from pelab.records import trained_on
 
     made_on = str(row.get("device", "cpu"))
     if made_on.split(":")[0] != device.type:
         return f"{made_on}, recomputed on {device.type}"
     if not retrain and row["config"]["train"].get("precision", "fp32") == "fp32":
         return None
-    recorded = recorded_kind(row)
+    recorded = trained_on(row)
     if recorded is None:
         return f"a {device.type.upper()} it did not record"
     return None if recorded == device_kind(device) else recorded

@@ -15,6 +15,13 @@ from pydantic import BaseModel, Field
 _SIZE_KEY = re.compile(r"^(?:m\.)?acc_at_(\d+)$")
 
 
+def same_computation(rows: list[dict]) -> list[dict]:
+    """Rows of one training computation (``records.ENGINE``): where a folder holds runs of the current one and
+    of an older one (a resume cut short), the older are left out, never averaged in (the CLI says how many)."""
+    current = [r for r in rows if isinstance(r.get("versions"), dict) and r["versions"].get("engine") == ENGINE]
+    return current if current else rows
+
+
 def trained_on(row: Mapping[str, Any]) -> str | None:
     """The kind of machine whose kernels made a stored run's numbers, as the run recorded it (``versions.cpu``, or
     ``versions.gpu`` for a run on CUDA; ``pelab.device.device_kind``); None for a run from before pelab recorded it.

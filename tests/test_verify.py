@@ -88,7 +88,7 @@ def test_relative_difference_by_hand() -> None:
 
 
 def test_compare_names_every_leaf_that_differs_or_is_missing() -> None:
-    c = Checked("r", "arm", "weights")
+    c = Checked("r", "arm")
     stored = {"loss": 2.0, "acc": 0.5, "rows": [1.0, 2.0], "name": "x", "ok": True}
     ours = {"loss": 2.0 + 1e-7, "acc": 0.75, "rows": [1.0, 2.0, 3.0], "name": "y", "ok": 1, "new": 0.0}
     compare(stored, ours, 1e-5, c, "m")
@@ -99,9 +99,9 @@ def test_compare_names_every_leaf_that_differs_or_is_missing() -> None:
 def test_every_stored_number_is_given_back_bit_for_bit(study: Path) -> None:
     before = _tree(study)
     found = verify(study, tol=0.0)
-    assert found.stored == 4 and len(found.checked) == 4 and not found.unchecked
+    assert found.runs == 4 and len(found.checked) == 4 and not found.unchecked and not found.design
     assert not found.differing and max(c.largest for c in found.checked) == 0.0
-    assert all(c.how == "weights" for c in found.checked)
+    assert not any(c.trained for c in found.checked)
     with closing(sqlite3.connect(study / "results.sqlite")) as conn:
         kept = conn.execute("SELECT COUNT(*) FROM measures").fetchone()[0]
     assert kept > 0  # the measures were compared too: each run's count covers its record and its measures
@@ -146,17 +146,36 @@ def test_an_edited_parameter_count_and_measure_are_named(copy: Path) -> None:
 
 
 def test_a_run_without_weights_is_unchecked_until_trained_again(copy: Path) -> None:
-    rid, metrics = _row(copy, "metrics")
+    """Trained again, a run must give its record bit for bit, and the measures a report reads of it without its
+    weights (the kept ones) are taken of the new model: a forged measure of a weightless run is named."""
+    with closing(sqlite3.connect(copy / "results.sqlite")) as c:
+        rid, key, text = c.execute("SELECT run_id, key, value FROM measures ORDER BY run_id").fetchone()
+        metrics = json.loads(c.execute("SELECT metrics FROM runs WHERE run_id = ?", (rid,)).fetchone()[0])
     os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
     found = verify(copy)
     assert not found.differing and [ids for ids in found.unchecked.values()] == [[rid]]
     again = verify(copy, tol=0.0, retrain=[rid])  # seeds 900 and 901 trained in one stack; 900 alone is the same
     assert not again.unchecked and not again.differing
-    assert [c.how for c in again.checked if c.run_id == rid] == ["trained again"]
+    checked = next(c for c in again.checked if c.run_id == rid)
+    assert checked.trained and any(n.startswith("measure") for n, _ in _compared(copy, rid))
+    value = json.loads(text)
+    name = next(k for k, v in value.items() if isinstance(v, float))
+    value[name] += 0.1
+    _edit(copy, "UPDATE measures SET value = ? WHERE run_id = ? AND key = ?", json.dumps(value), rid, key)
     metrics["train_loss"] += 1e-3  # what only training gives back
     _edit(copy, "UPDATE runs SET metrics = ? WHERE run_id = ?", json.dumps(metrics), rid)
     found = verify(copy, retrain=[rid])
-    assert [d.where for c in found.differing for d in c.differences] == ["metrics.train_loss"]
+    assert [d.where for c in found.differing for d in c.differences] == [
+        "metrics.train_loss",
+        f"measure {json.loads(key)[1]}.{name}",
+    ]
+
+
+def _compared(folder: Path, rid: str) -> list[tuple[str, object]]:
+    """Every number verify compares for one run trained again, by name (``compare`` recorded with a tolerance of
+    -1, so each is a difference)."""
+    found = verify(folder, tol=-1.0, retrain=[rid])
+    return [(d.where, d.stored) for c in found.checked for d in c.differences + c.moved if c.run_id == rid]
 
 
 def test_a_damaged_checkpoint_is_unchecked_not_a_crash(copy: Path) -> None:
@@ -170,14 +189,18 @@ def test_a_damaged_checkpoint_is_unchecked_not_a_crash(copy: Path) -> None:
 def test_the_command_exit_codes_and_lines(copy: Path) -> None:
     r = CliRunner().invoke(app, ["verify", str(copy)])
     assert r.exit_code == 0, r.output
-    assert "4 of 4 stored run(s) checked (4 from their weights, 0 trained again)" in r.output
-    assert "every number matches its model" in r.output
+    assert "4 of 4 run(s) checked (0 of them trained again)" in r.output
+    assert "matches its model" in r.output and "checked only by training again" in r.output
     rid, _ = _row(copy, "metrics")
     os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
     r = CliRunner().invoke(app, ["verify", str(copy)])
     assert r.exit_code == 3 and "1 run(s) not checked: no checkpoint" in r.output
-    r = CliRunner().invoke(app, ["verify", str(copy), "--retrain-some", "4", "--draw", "7"])
-    assert r.exit_code == 0 and "training again 4 run(s) drawn at random (--draw 7)" in r.output
+    written = copy.parent / "v.json"
+    r = CliRunner().invoke(app, ["verify", str(copy), "--retrain-some", "4", "--draw", "7", "--json", str(written)])
+    assert r.exit_code == 0 and "trained again 4 run(s) drawn at random (--draw 7)" in r.output, r.output
+    assert "checked only by training again" not in r.output
+    record = json.loads(written.read_text())
+    assert record["drawn"][0] == rid and len(record["checked"]) == 4  # the run without weights is drawn first
     _edit(copy, "UPDATE runs SET flops_per_token = flops_per_token * 2 WHERE run_id = ?", rid)
     r = CliRunner().invoke(app, ["verify", str(copy), "--retrain", rid[:6]])
     assert r.exit_code == 1 and "flops_per_token" in r.output and "1 number(s) in 1 run(s) differ" in r.output
@@ -191,6 +214,8 @@ def test_bad_input_is_one_line_and_exit_2(study: Path, tmp_path: Path) -> None:
         "tol": ["verify", str(study), "--tol", "2"],
         "retrain": ["verify", str(study), "--retrain", "ffff"],
         "retrain-some": ["verify", str(study), "--retrain-some", "-1"],
+        "draw": ["verify", str(study), "--draw", "3"],
+        "device": ["verify", str(study), "--device", "tpu"],
         "out": ["verify", str(tmp_path)],
         "results.sqlite": ["verify", str(linked)],
     }
@@ -203,6 +228,8 @@ def test_bad_input_is_one_line_and_exit_2(study: Path, tmp_path: Path) -> None:
 
 
 def test_a_run_of_an_older_computation_is_left_as_the_report_leaves_it(copy: Path) -> None:
+    """The report leaves out an older computation's runs beside the current one's, and reads them when there are
+    no others (``records.same_computation``): verify checks what the report reads."""
     rid, versions = _row(copy, "versions")
     versions["engine"] = "stacked-1"
     _edit(copy, "UPDATE runs SET versions = ? WHERE run_id = ?", json.dumps(versions), rid)
@@ -210,45 +237,57 @@ def test_a_run_of_an_older_computation_is_left_as_the_report_leaves_it(copy: Pat
     assert [(why.split(" (")[0], ids) for why, ids in found.unchecked.items()] == [
         ("trained by an older computation", [rid])
     ]
+    _edit(copy, "UPDATE runs SET versions = ?", json.dumps(versions))
+    found = verify(copy)
+    assert len(found.checked) == 4 and not found.unchecked
 
 
-def test_which_runs_must_give_their_numbers_within_the_tolerance() -> None:
-    """Training again: only on the kind of machine that trained the run. Evaluating fp32 weights: on any machine
-    with the same kind of device (other kernels move a number by about 1e-7); bf16 weights: on the same kind."""
+def test_which_runs_trained_again_must_match_bit_for_bit() -> None:
+    """Only on the kind of machine a run recorded training on; the kind is the folder's own word, so it decides
+    nothing of a check from the weights (judged everywhere)."""
     import torch
 
     from pelab.device import cpu_kind
-    from pelab.report.verify import elsewhere
+    from pelab.report.verify import unjudged
 
     cpu, other = torch.device("cpu"), "AMD EPYC; AVX512; flags 0"
-    here = {"versions": {"cpu": cpu_kind()}, "device": "cpu", "config": {"train": {"precision": "fp32"}}}
-    there = {**here, "versions": {"cpu": other}}
-    bf16 = {**there, "config": {"train": {"precision": "bf16"}}}
-    assert elsewhere(here, cpu, retrain=True) is None and elsewhere(here, cpu, retrain=False) is None
-    assert elsewhere(there, cpu, retrain=True) == other and elsewhere(there, cpu, retrain=False) is None
-    assert elsewhere(bf16, cpu, retrain=False) == other
-    assert elsewhere({**here, "versions": {}}, cpu, retrain=True) == "a CPU it did not record"  # before verify
-    assert elsewhere({**here, "device": "cuda:0"}, cpu, retrain=False) == "cuda:0, recomputed on cpu"
+    here = {"versions": {"cpu": cpu_kind()}, "device": "cpu"}
+    assert unjudged(here, cpu) is None
+    assert unjudged({**here, "versions": {"cpu": other}}, cpu) == other
+    assert unjudged({**here, "versions": {}}, cpu) == "a CPU it did not record"  # pelab before it recorded kinds
+    assert unjudged({**here, "device": "cuda:0"}, cpu) == "cuda:0, trained again on cpu"
     gpu = {**here, "device": "cuda:0", "versions": {"cpu": cpu_kind(), "gpu": "NVIDIA H200"}}
-    assert elsewhere(gpu, torch.device("meta"), retrain=True) == "cuda:0, recomputed on meta"
+    assert unjudged(gpu, torch.device("meta")) == "cuda:0, trained again on meta"
 
 
 def test_a_run_trained_elsewhere_drifts_and_is_shown_not_judged(copy: Path) -> None:
-    """Training is bit for bit on one CPU kind only: a run from another kind that moved is a measurement (exit 3,
-    with how far its main number moved), never "differs"; the same edit on a run of this kind is a finding."""
+    """Training is bit for bit on one CPU kind only: a run of another kind trained again that moved is a
+    measurement (exit 3, with the number that moved most), never "differs"; the same run trained here must match.
+    The recorded kind cannot shelter an edit from its weights: with its checkpoint there, the edit is named."""
     rid, row = _row(copy, "versions")
     _, metrics = _row(copy, "metrics")
     metrics["bpb"] *= 1.01
     _edit(copy, "UPDATE runs SET metrics = ? WHERE run_id = ?", json.dumps(metrics), rid)
+    row["cpu"] = "Another CPU; AVX2; flags 12345678"
+    _edit(copy, "UPDATE runs SET versions = ?, device = 'cuda:0' WHERE run_id = ?", json.dumps(row), rid)
+    r = CliRunner().invoke(app, ["verify", str(copy)])
+    assert r.exit_code == 1 and f"{rid}  metrics.bpb" in r.output  # its weights: judged wherever it was made
+    _edit(copy, "UPDATE runs SET device = 'cpu' WHERE run_id = ?", rid)
     os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
     r = CliRunner().invoke(app, ["verify", str(copy), "--retrain", rid])
-    assert r.exit_code == 1 and "metrics.bpb" in r.output  # trained here: it had to match
-    row["cpu"] = "Another CPU; AVX2; flags 12345678"
-    _edit(copy, "UPDATE runs SET versions = ? WHERE run_id = ?", json.dumps(row), rid)
-    r = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["verify", str(copy), "--retrain", rid])
     assert r.exit_code == 3, r.output
-    assert "Another CPU; AVX2" in r.output and "1 run(s) recomputed on another kind of machine moved" in r.output
-    assert "(9.9e-03)" in r.output  # bpb moved by 1% of the larger: 0.01 / 1.01
+    assert "1 run(s) trained again on another kind of machine than theirs moved" in r.output
+    assert f"{rid}  metrics.bpb: stored" in r.output and "(made on Another CPU; AVX2" in r.output
+    del row["cpu"]
+    _edit(copy, "UPDATE runs SET versions = ? WHERE run_id = ?", json.dumps({**row, "cpu": cpu_kind_here()}), rid)
+    r = CliRunner().invoke(app, ["verify", str(copy), "--retrain", rid])
+    assert r.exit_code == 1 and f"{rid}  metrics.bpb" in r.output  # trained here: it had to match
+
+
+def cpu_kind_here() -> str:
+    from pelab.device import cpu_kind
+
+    return cpu_kind()
 
 
 def test_worker_processes_give_what_one_process_gives(study: Path) -> None:
@@ -304,7 +343,8 @@ def test_a_run_that_diverged_is_trained_again_to_the_same_end(monkeypatch: pytes
     import torch
 
     from pelab import train
-    from pelab.report.verify import retrained
+    from pelab.device import cpu_kind
+    from pelab.report.verify import retrain_one
 
     real = train.Transformer
 
@@ -317,15 +357,23 @@ def test_a_run_that_diverged_is_trained_again_to_the_same_end(monkeypatch: pytes
     monkeypatch.setattr(train, "Transformer", poisoned)
     run = parse_study(STUDY).runs[0]
     result = train.train_run(run, device="cpu", threads=1)
-    assert result.status == "diverged", result
+    assert result.status == "diverged" and result.versions["cpu"] == cpu_kind(), result
     row = {**result.model_dump(), "config": run.model_dump()}
     cpu = torch.device("cpu")
-    again = retrained(row, 0.0, cpu)
-    assert again.differences == [] and again.compared > 0 and again.headline is None
-    said = retrained({**row, "reason": "non-finite loss at step 7"}, 0.0, cpu)
-    assert [d.where for d in said.differences] == ["reason"]
-    finished = retrained({**row, "status": "done"}, 0.0, cpu)
-    assert [(d.where, d.stored) for d in finished.differences] == [("status", "done")]
+
+    def again(changed: dict) -> Checked:
+        out = Checked(row["run_id"], "arm")
+        assert retrain_one(Path("."), {**row, **changed}, run, 0.0, cpu, out, {}, False) is None
+        return out
+
+    same = again({})
+    assert same.differences == [] and same.compared > 0 and same.drift is None
+    assert [d.where for d in again({"reason": "non-finite loss at step 7"}).differences] == ["reason"]
+    assert [(d.where, d.stored) for d in again({"status": "done"}).differences] == [("status", "done")]
+    out = Checked(row["run_id"], "arm")  # a machine's failure says nothing of the config: not judged
+    why = retrain_one(Path("."), {**row, "status": "failed", "reason": "OSError: disk full"}, run, 0.0, cpu, out, {},
+                      False)  # fmt: skip
+    assert why is not None and why.startswith("it failed when it trained") and out.differences == []
 
 
 def test_the_report_says_which_kinds_of_machine_trained_its_runs() -> None:

@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
+import math
 import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from pelab.cli.app import PluginOption, TrustOption, app, console, folder_plugins
+from pelab.cli.app import PluginOption, TrustOption, app, console
 from pelab.cli.report import _told
 from pelab.errors import PelabError, check_range, visible
 from pelab.report.verify import TOLERANCE
 
 if TYPE_CHECKING:
-    from pelab.report.verify import Verification
+    from pelab.report.verify import Difference, Verification
 
-#: Exit codes: every stored run checked and every number matched; a number did not match; nothing differed, but
-#: some runs could not be checked (no weights, not trained again, in the design but not stored) or were recomputed on
-#: another kind of machine and moved.
+#: Exit codes: every run checked and every number matched; a number did not match; nothing differed, but some runs
+#: or the design could not be checked (no weights and not trained again, not stored, a design protocol.json did not
+#: fix) or were trained again on another kind of machine and moved. An error of pelab's own is a traceback (1 too):
+#: a run whose recomputation fails is listed as unchecked, never as a difference.
 MATCHED, DIFFERS, INCOMPLETE = 0, 1, 3
 
-#: Differences printed in full; the rest are counted.
+#: Differences, unchecked ids and moved runs printed in full; the rest are counted (``--json`` has them all).
 SHOWN = 20
 
 
@@ -35,23 +36,35 @@ def verify(
         typer.Option("--retrain", help="a stored run's id (or unique prefix) to train again and compare (repeatable)"),
     ] = None,
     retrain_some: Annotated[
-        int, typer.Option("--retrain-some", help="train again this many stored runs drawn at random, and compare")
+        int,
+        typer.Option(
+            "--retrain-some",
+            help="train again this many stored runs drawn at random, those the weights cannot check first",
+        ),
     ] = 0,
     draw: Annotated[
         int | None, typer.Option(help="the seed of --retrain-some's draw (default: a fresh one, printed)")
     ] = None,
     tol: Annotated[
-        float, typer.Option(help="largest relative difference allowed between a stored and a recomputed number")
+        float,
+        typer.Option(help="largest difference allowed: relative to the larger number above 1, absolute below"),
     ] = TOLERANCE,
+    device: Annotated[
+        str, typer.Option(help="where to recompute: cpu (default), cuda, cuda:N (a study trained on a GPU)")
+    ] = "cpu",
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="also write everything found here: every difference and run id")
+    ] = None,
     plugin: PluginOption = None,
     trust_plugins: TrustOption = False,
 ) -> None:
     """Recompute a study's numbers from its checkpoints (and, with --retrain, by training again) and compare them
     with its database: exit 0 when every run was checked and matched, 1 when a number differs, 3 when nothing
-    differed but some runs could not be checked."""
-    import math
-    import random
-
+    differed but some runs, or the design, could not be checked. Not checked without training again: a curve's
+    earlier points and the training loss, and whether the weights are what the config trains."""
+    from pelab.device import check_device_name
+    from pelab.plugins import confirm_recorded
+    from pelab.report.verify import private_database
     from pelab.report.verify import verify as run_verify
     from pelab.study.folder import StudyFolder
     from pelab.study.store import DB_NAME, Store
@@ -59,23 +72,31 @@ def verify(
     if not (math.isfinite(tol) and 0 <= tol < 1):
         raise PelabError(f"tol: expected a number from 0 to below 1 (got {tol!r})")
     check_range("retrain-some", retrain_some, 0, 1_000_000)
+    if draw is not None and not retrain_some:
+        raise PelabError("draw: the seed of --retrain-some's draw; give --retrain-some N with it")
+    check_device_name(device)
     StudyFolder(out).check()  # a received folder with a link or a FIFO where pelab keeps a file: one line
     if not (out / DB_NAME).is_file():
         raise PelabError(f"out: {out} holds no pelab study (no {DB_NAME})")
-    with Store(out, create=False) as store:  # a damaged or foreign database is refused in one line
+    with private_database(out) as copy, Store(copy, create=False) as store:  # read from a copy: nothing written
+        confirm_recorded(store.plugin_records(), plugin, trust_plugins, f"the study in {out}")  # before its rows
         stored = sorted(r["run_id"] for r in store.rows(quiet=True))
-    folder_plugins(out, plugin, trust_plugins)  # its plugins' code runs only when confirmed
     named = [_one(prefix, stored, out) for prefix in retrain or []]
-    if retrain_some:
-        seed = draw if draw is not None else secrets.randbelow(2**31)
-        pool = [r for r in stored if r not in named]
-        picked = random.Random(seed).sample(pool, min(retrain_some, len(pool)))
-        console.print(f"verify: training again {len(picked)} run(s) drawn at random (--draw {seed})")
-        named += picked
+    seed = (draw if draw is not None else secrets.randbelow(2**31)) if retrain_some else 0
     found, seconds = _told(
         "runs", "recomputing the stored runs' numbers",
-        lambda on: run_verify(out, tol=tol, retrain=named, on_run=on), "verify",
+        lambda on: run_verify(out, tol=tol, retrain=named, retrain_some=retrain_some, draw=seed, device=device,
+                              on_run=on),
+        "verify",
     )  # fmt: skip
+    if retrain_some:
+        console.print(f"verify: trained again {len(found.drawn)} run(s) drawn at random (--draw {seed})")
+    if json_out is not None:
+        import json
+
+        from pelab.files import write_atomic
+
+        write_atomic(json_out, json.dumps(found.as_dict(), indent=1, default=str) + "\n")
     raise typer.Exit(_say(found, tol, seconds))
 
 
@@ -87,56 +108,65 @@ def _one(prefix: str, stored: list[str], out: Path) -> str:
     return matches[0]
 
 
+def _line(run_id: str, d: Difference) -> str:
+    return escape(visible(f"  {run_id}  {d.where}: stored {d.stored!r}, recomputed {d.recomputed!r}"))
+
+
 def _say(found: Verification, tol: float, seconds: float) -> int:
-    """The outcome: counts, then every difference (the first ``SHOWN`` in full), how far runs trained again
-    elsewhere moved, then what was not checked."""
-    import math
-
-    from pelab.report.verify import relative
-
-    weights = sum(c.how == "weights" for c in found.checked)
-    again = len(found.checked) - weights
+    """The outcome: counts, every difference (the first ``SHOWN``), how far runs trained again elsewhere moved,
+    what was not checked and the design's problems; one line each, so a run id can be copied from any terminal."""
+    trained = sum(c.trained for c in found.checked)
     numbers = sum(c.compared for c in found.checked)
     largest = max((c.largest for c in found.checked), default=0.0)
-    unchecked = sum(len(v) for v in found.unchecked.values())
     console.print(
-        f"verify: {len(found.checked)} of {found.stored} stored run(s) checked ({weights} from their weights, "
-        f"{again} trained again) in {seconds:.0f} s"
+        f"verify: {len(found.checked)} of {found.runs} run(s) checked ({trained} of them trained again) in "
+        f"{seconds:.0f} s; {numbers:,} numbers compared, largest difference {largest:.2g} (tolerance {tol:.2g})"
     )
-    console.print(
-        f"verify: {numbers:,} numbers compared; largest relative difference {largest:.1e} (tolerance {tol:.0e})"
-    )
-    if found.differing:
-        table = Table("run", "arm", "number", "stored", "recomputed", title="numbers that are not what the model gives")
-        rows = [(c, d) for c in found.differing for d in c.differences]
-        for c, d in rows[:SHOWN]:
-            table.add_row(*(escape(visible(str(x))) for x in (c.run_id, c.arm, d.where, d.stored, d.recomputed)))
-        console.print(table)
-        more = f" ({len(rows) - SHOWN} more not shown)" if len(rows) > SHOWN else ""
+    if found.protocol:
+        console.print(f"verify: {escape(visible(found.protocol))}")
+    rows = [(c.run_id, d) for c in found.differing for d in c.differences]
+    if rows:
+        console.print("[red]verify: numbers that are not what the models give:[/]")
+        for run_id, d in rows[:SHOWN]:
+            console.print(_line(run_id, d), style="red")
+        more = f" ({len(rows) - SHOWN} more: --json)" if len(rows) > SHOWN else ""
         console.print(
-            f"[red]verify: {len(rows)} number(s) in {len(found.differing)} run(s) differ from what their models "
-            f"give{more}: this folder's database is not the record of its models[/]"
+            f"[red]verify: {len(rows)} number(s) in {len(found.differing)} run(s) differ{more}: this folder's "
+            f"database is not the record of its models[/]"
         )
     if found.drifted:
-        table = Table("run", "arm", "how", "made on", "main number: stored → again", "largest difference",
-                      title="recomputed on another kind of machine than its own: how far each run moved")  # fmt: skip
-        for c in found.drifted:
-            name, was, now = c.headline or ("?", math.nan, math.nan)
-            moved = f"{name} {was:.4f} → {now:.4f} ({relative(was, now):.1e})"
-            cells = (c.run_id, c.arm, c.how, c.elsewhere, moved, f"{c.largest:.1e}")
-            table.add_row(*(escape(visible(str(x))) for x in cells))
-        console.print(table)
         console.print(
-            f"[yellow]verify: {len(found.drifted)} run(s) recomputed on another kind of machine moved past the "
-            f"tolerance;\nnumbers are bit for bit on one kind only: read the drift against the spread of the "
-            f"comparisons it feeds (docs/study.md)[/]"
+            f"[yellow]verify: {len(found.drifted)} run(s) trained again on another kind of machine than theirs moved "
+            f"past the tolerance\n(bit for bit on one kind only; docs/study.md has how far two CPU kinds moved); the "
+            f"number that moved most in each:[/]"
         )
+        for c in found.drifted[:SHOWN]:
+            d = max(c.moved, key=lambda m: _gap(m))
+            console.print(_line(c.run_id, d) + escape(visible(f"  (made on {c.drift})")), style="yellow")
     for why, ids in found.unchecked.items():
-        first = ", ".join(visible(i) for i in ids[:3]) + (", ..." if len(ids) > 3 else "")
-        console.print(f"[yellow]verify: {len(ids)} run(s) not checked: {escape(why)} ({escape(first)})[/]")
+        first = ", ".join(visible(i) for i in ids[:SHOWN]) + (", ... (--json)" if len(ids) > SHOWN else "")
+        console.print(f"[yellow]verify: {len(ids)} run(s) not checked: {escape(why)}: {escape(first)}[/]")
+    for problem in found.design:
+        console.print(f"[yellow]verify: the design: {escape(visible(problem))}[/]")
+    for note in found.notes:
+        console.print(f"verify: {escape(visible(note))}")
     if found.differing:
         return DIFFERS
-    if unchecked or found.drifted:
+    if found.unchecked or found.drifted or found.design:
         return INCOMPLETE
-    console.print("[green]verify: every number matches its model[/]")
+    console.print("[green]verify: every number of every record, and every measure a report reads, matches its model[/]")
+    if trained < len(found.checked):
+        console.print(
+            "verify: checked only by training again (--retrain-some): a curve before its last point, and whether the "
+            "weights are what the config trains"
+        )
     return MATCHED
+
+
+def _gap(d: Difference) -> float:
+    from pelab.report.verify import relative
+
+    try:
+        return relative(float(d.stored), float(d.recomputed))
+    except (TypeError, ValueError):
+        return math.inf

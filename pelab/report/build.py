@@ -23,7 +23,7 @@ import torch
 import pelab
 from pelab.errors import NothingFinished, PelabError
 from pelab.files import write_atomic
-from pelab.records import ENGINE, trained_on
+from pelab.records import same_computation, trained_on
 from pelab.report import rates
 from pelab.report.answer import gap_figure, lm_sentences
 from pelab.report.catalog import all_claims
@@ -69,13 +69,6 @@ def machine_facts(rows: Sequence[dict[str, Any]] = ()) -> dict[str, str]:
         "pelab": pelab.__version__,
         **({"runs trained on": "; ".join(f"{k}: {n} run(s)" for k, n in kinds.most_common())} if kinds else {}),
     }
-
-
-def same_computation(rows: list[dict]) -> list[dict]:
-    """Rows of one training computation (``records.ENGINE``): where a folder holds runs of the current one and
-    of an older one (a resume cut short), the older are left out, never averaged in (the CLI says how many)."""
-    current = [r for r in rows if isinstance(r.get("versions"), dict) and r["versions"].get("engine") == ENGINE]
-    return current if current else rows
 
 
 def load_context(folder: Path) -> ReportContext:

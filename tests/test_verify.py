@@ -390,3 +390,98 @@ def test_the_report_says_which_kinds_of_machine_trained_its_runs() -> None:
         f"{a}: 2 run(s); {b}: 1 run(s); cpu, not recorded: 1 run(s); NVIDIA H200: 1 run(s)"
     )
     assert "runs trained on" not in machine_facts([])
+
+
+def test_a_seeds_checkpoint_copied_over_anothers_is_named(copy: Path) -> None:
+    """A bad seed's weights replaced by a good seed's of the same arm, its numbers honestly recomputed from them:
+    every number matches its file, but two seeds never train to one file; trained again, the weights differ too."""
+    import torch
+
+    from pelab.config import RunConfig
+    from pelab.report.verify import stored_weights
+    from pelab.tasks import make_task
+    from pelab.train import curve_val_loss, end_metrics
+
+    with closing(sqlite3.connect(copy / "results.sqlite")) as c:
+        rows = c.execute("SELECT run_id, config FROM runs ORDER BY run_id").fetchall()
+    arms: dict[str, list[str]] = {}
+    for rid, text in rows:
+        arms.setdefault(RunConfig.model_validate_json(text).arm_id, []).append(rid)
+    good, bad = next(ids for ids in arms.values() if len(ids) == 2)
+    shutil.copyfile(copy / "checkpoints" / f"{good}.safetensors", copy / "checkpoints" / f"{bad}.safetensors")
+    cfg = RunConfig.model_validate_json(dict(rows)[bad])
+    model, task = stored_weights(copy, bad, cfg), make_task(cfg.task)
+    with torch.no_grad():  # the forger's tool: pelab's own functions, on the copied weights, with the bad run's windows
+        metrics, evals = end_metrics(cfg, model, task, torch.device("cpu"))
+        _, old = _row_of(copy, bad, "metrics")
+        _, curve = _row_of(copy, bad, "curve")
+        curve[-1]["val_loss"] = curve_val_loss(model, task, cfg, torch.device("cpu"))
+    metrics["train_loss"] = old["train_loss"]
+    _edit(copy, "UPDATE runs SET metrics = ?, evals = ?, curve = ? WHERE run_id = ?", json.dumps(metrics),
+          json.dumps(evals), json.dumps(curve), bad)  # fmt: skip
+    _edit(copy, "DELETE FROM measures WHERE run_id = ?", bad)
+    found = verify(copy)
+    named = {(c.run_id, d.where) for c in found.differing for d in c.differences}
+    assert named == {(good, "checkpoint"), (bad, "checkpoint")}
+    found = verify(copy, retrain=[bad])
+    assert (bad, "weights") in {(c.run_id, d.where) for c in found.differing for d in c.differences}
+
+
+def _row_of(folder: Path, rid: str, column: str) -> tuple[str, object]:
+    with closing(sqlite3.connect(folder / "results.sqlite")) as c:
+        return rid, json.loads(c.execute(f"SELECT {column} FROM runs WHERE run_id = ?", (rid,)).fetchone()[0])
+
+
+def test_nothing_in_a_received_folder_is_written(copy: Path) -> None:
+    """SQLite writes to a database it opens (its journal mode, a missing table, a received -wal merged and
+    deleted): verify reads a private copy, so the folder is byte for byte as it came, its -wal included."""
+    with closing(sqlite3.connect(copy / "results.sqlite")) as c:
+        c.execute("PRAGMA journal_mode=DELETE")
+    before = _tree(copy)
+    assert verify(copy).checked and _tree(copy) == before
+    with closing(sqlite3.connect(copy / "results.sqlite")) as c:  # a sender's last transaction, still in its -wal
+        c.execute("PRAGMA journal_mode=WAL")
+        c.execute("PRAGMA wal_autocheckpoint=0")
+        c.execute("UPDATE runs SET params = params + 1 WHERE run_id = (SELECT MIN(run_id) FROM runs)")
+        c.commit()
+        shutil.copytree(copy, copy.parent / "sent")  # as it was sent: the database and its -wal, unmerged
+    sent = copy.parent / "sent"
+    before = _tree(sent)
+    assert (sent / "results.sqlite-wal").stat().st_size > 0
+    found = verify(sent)
+    assert [d.where for c in found.differing for d in c.differences] == ["params"]  # the -wal was read
+    assert _tree(sent) == before
+
+
+def test_a_design_edited_in_the_database_is_said(copy: Path) -> None:
+    """Dropping a seed from every arm and from the study text stored beside the runs: the design no longer is the
+    one protocol.json fixed before training, which verify says (exit 3), with the protocol's line."""
+    with closing(sqlite3.connect(copy / "results.sqlite")) as c, c:
+        text = c.execute("SELECT value FROM meta WHERE key = 'study'").fetchone()[0]
+        c.execute("UPDATE meta SET value = ? WHERE key = 'study'", (text.replace("[900, 901]", "[900]"),))
+        c.execute("DELETE FROM runs WHERE json_extract(config, '$.seed') = 901")
+    found = verify(copy)
+    assert len(found.checked) == 2 and any("study file changed" in p for p in found.design), found.design
+    r = CliRunner().invoke(app, ["verify", str(copy)])
+    assert r.exit_code == 3 and "verify: protocol: rules sha256" in r.output and "the design:" in r.output
+
+
+def test_hostile_rows_are_left_out_or_unchecked_never_a_traceback(copy: Path) -> None:
+    rid, _ = _row(copy, "metrics")
+    with closing(sqlite3.connect(copy / "results.sqlite")) as c, c:
+        code, ck = c.execute("SELECT code, checkpoint FROM measures").fetchone()[:2]
+        keys = ["not json", '["measure", "cross_share", "x"]', json.dumps(["measure", "no_such", rid, False]),
+                '{"a": 1}', json.dumps(["measure", "cross_share", rid, "yes"])]  # fmt: skip
+        for key in keys:
+            c.execute("INSERT INTO measures (run_id, key, code, checkpoint, value) VALUES (?, ?, ?, ?, ?)",
+                      (rid, key, code, ck, '{"cross": 1.0}'))  # fmt: skip
+    found = verify(copy)
+    assert (
+        not found.differing
+        and not found.unchecked
+        and found.notes == ["5 kept measure(s) no report reads (another run's, or no measure): left out"]
+    )
+    _edit(copy, "UPDATE runs SET threads = NULL WHERE run_id = ?", rid)
+    os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
+    found = verify(copy, retrain=[rid])
+    assert [c.run_id for c in found.checked if c.trained] == [rid] and not found.differing

@@ -485,3 +485,19 @@ def test_hostile_rows_are_left_out_or_unchecked_never_a_traceback(copy: Path) ->
     os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
     found = verify(copy, retrain=[rid])
     assert [c.run_id for c in found.checked if c.trained] == [rid] and not found.differing
+
+
+def test_bf16_weights_made_on_another_kind_of_device_are_sent_there_not_judged(tmp_path: Path) -> None:
+    """bf16 rounds differently on a GPU than on a CPU (by an amount not measured here): such a run is left
+    unchecked with where to check it, never accused; fp32 runs are judged wherever they say they were made."""
+    from pelab.train import bf16_supported
+
+    if not bf16_supported(__import__("torch").device("cpu")):
+        pytest.skip("this CPU has no bf16")
+    text = STUDY.replace("lr = 1e-3", 'lr = 1e-3\nprecision = "bf16"').replace("seeds = [900, 901]", "seeds = [900]")
+    run_study(parse_study(text), tmp_path / "s", workers=1, threads=1, checkpoints=True, quiet=True)
+    assert not verify(tmp_path / "s", tol=0.0).unchecked  # made here: bit for bit
+    rid, _ = _row(tmp_path / "s", "metrics")
+    _edit(tmp_path / "s", "UPDATE runs SET device = 'cuda:0' WHERE run_id = ?", rid)
+    found = verify(tmp_path / "s")
+    assert found.unchecked == {"evaluated in bf16 on cuda: run verify there (--device)": [rid]}

@@ -449,10 +449,15 @@ def verify(
             else:
                 found.leave("a damaged checkpoint, or one of another model", rid)
             continue
+        cfg = RunConfig.model_validate(r["config"])
+        made_on = str(r.get("device", "cpu")).split(":")[0]
+        if cfg.train.precision != "fp32" and made_on != device.split(":")[0] and ok[rid] and rid not in again:
+            # bf16 rounds differently on another kind of device (unmeasured): told where to check, never accused
+            found.leave(f"evaluated in {cfg.train.precision} on {made_on}: run verify there (--device)", rid)
+            continue
         gone = not os.path.lexists(study.checkpoint(rid))
         measures, skipped = kept_measures(kept, rid, digests.get(rid), gone)
         ignored += skipped
-        cfg = RunConfig.model_validate(r["config"])
         twins = [o for o in by_arm[(cfg.arm_id, digests.get(rid))] if o != rid] if ok[rid] else []
         jobs.append((str(folder), r, tol, device, rid in again, ok[rid], measures, twins))
         m = cfg.model

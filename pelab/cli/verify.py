@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 #: a run whose recomputation fails is listed as unchecked, never as a difference.
 MATCHED, DIFFERS, INCOMPLETE = 0, 1, 3
 
-#: Differences, unchecked ids and moved runs printed in full; the rest are counted (``--json`` has them all).
-SHOWN = 20
+#: Differences and moved runs printed, one line each, and run ids named in an unchecked reason's line; the rest are
+#: counted (``--json`` has them all).
+SHOWN, IDS = 20, 5
 
 
 @app.command()
@@ -144,7 +145,7 @@ def _say(found: Verification, tol: float, seconds: float) -> int:
             d = max(c.moved, key=lambda m: _gap(m))
             console.print(_line(c.run_id, d) + escape(visible(f"  (made on {c.drift})")), style="yellow")
     for why, ids in found.unchecked.items():
-        first = ", ".join(visible(i) for i in ids[:SHOWN]) + (", ... (--json)" if len(ids) > SHOWN else "")
+        first = ", ".join(visible(i) for i in ids[:IDS]) + (", ... (all: --json)" if len(ids) > IDS else "")
         console.print(f"[yellow]verify: {len(ids)} run(s) not checked: {escape(why)}: {escape(first)}[/]")
     for problem in found.design:
         console.print(f"[yellow]verify: the design: {escape(visible(problem))}[/]")

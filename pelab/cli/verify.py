@@ -61,8 +61,9 @@ def verify(
 ) -> None:
     """Recompute a study's numbers from its checkpoints (and, with --retrain, by training again) and compare them
     with its database: exit 0 when every run was checked and matched, 1 when a number differs, 3 when nothing
-    differed but some runs, or the design, could not be checked. Not checked without training again: a curve's
-    earlier points and the training loss, and whether the weights are what the config trains."""
+    differed but some runs, or the design, could not be checked, or runs trained again elsewhere moved. Not checked
+    without training again: a curve's earlier points and the training loss, and whether the weights are what the
+    config trains."""
     from pelab.device import check_device_name
     from pelab.plugins import confirm_recorded
     from pelab.report.verify import private_database
@@ -144,6 +145,11 @@ def _say(found: Verification, tol: float, seconds: float) -> int:
         for c in found.drifted[:SHOWN]:
             d = max(c.moved, key=lambda m: _gap(m))
             console.print(_line(c.run_id, d) + escape(visible(f"  (made on {c.drift})")), style="yellow")
+    for c in found.checked:
+        if c.not_trained:
+            console.print(
+                f"[yellow]verify: {c.run_id} checked from its weights, not trained again: {escape(c.not_trained)}[/]"
+            )
     for why, ids in found.unchecked.items():
         first = ", ".join(visible(i) for i in ids[:IDS]) + (", ... (all: --json)" if len(ids) > IDS else "")
         console.print(f"[yellow]verify: {len(ids)} run(s) not checked: {escape(why)}: {escape(first)}[/]")
@@ -155,11 +161,11 @@ def _say(found: Verification, tol: float, seconds: float) -> int:
         return DIFFERS
     if found.unchecked or found.drifted or found.design:
         return INCOMPLETE
-    console.print("[green]verify: every number of every record, and every measure a report reads, matches its model[/]")
+    console.print("[green]verify: every number read from the weights, and every measure a report reads, matches[/]")
     if trained < len(found.checked):
         console.print(
-            "verify: checked only by training again (--retrain-some): a curve before its last point, and whether the "
-            "weights are what the config trains"
+            "verify: checked only by training again (--retrain-some): a curve before its last point, the training "
+            "loss, and whether the weights are what the config trains"
         )
     return MATCHED
 

@@ -43,6 +43,11 @@ ALONE_SECONDS = 30.0
 #: trained; ``bench/verify_isa.py`` measures how far evaluation moves when another CPU's kernels compute it.
 TOLERANCE = 1e-5
 
+#: The tolerance of a run evaluated in bf16 (at least): its numbers round coarser. bench/verify_isa.py on a bf16 study
+#: (4 runs, this machine's stand-ins for other CPUs) moved them by up to 1.0e-5 (PyTorch's kernels unvectorised),
+#: at the fp32 tolerance itself; this is 100 times that, still below the smallest causal per-seed spread (0.15%).
+BF16_TOLERANCE = 1e-3
+
 #: A run that recorded more threads than this is not trained again (its thread count is the folder's own word).
 MOST_THREADS = 1024
 
@@ -71,6 +76,7 @@ class Checked:
     differences: list[Difference] = field(default_factory=list)
     drift: str | None = None
     moved: list[Difference] = field(default_factory=list)
+    not_trained: str | None = None
 
 
 @dataclass
@@ -86,6 +92,7 @@ class Verification:
     protocol: str = ""
     runs: int = 0
     drawn: list[str] = field(default_factory=list)
+    sha256: dict[str, str] = field(default_factory=dict)
 
     @property
     def differing(self) -> list[Checked]:
@@ -105,6 +112,7 @@ class Verification:
         return {
             "runs": self.runs,
             "protocol": self.protocol,
+            "sha256": self.sha256,
             "design": self.design,
             "notes": self.notes,
             "checked": [
@@ -115,6 +123,7 @@ class Verification:
                     "compared": c.compared,
                     "largest": c.largest,
                     "drift": c.drift,
+                    "not_trained_again": c.not_trained,
                     "differences": [vars(d) for d in c.differences],
                     "moved": [vars(d) for d in c.moved],
                 }
@@ -191,18 +200,22 @@ def arm_label(cfg: RunConfig) -> str:
 
 @contextlib.contextmanager
 def private_database(folder: Path) -> Iterator[Path]:
-    """A folder holding a copy of ``folder``'s database (and its -wal, whose -shm SQLite rebuilds): opening a
-    database writes to it (its journal mode, a table a newer pelab added, a received -wal merged into it and
-    deleted), and verify leaves a received folder as it came, read-only ones included. The folder is checked first
+    """A folder holding a copy of ``folder``'s database with its -wal (whose -shm SQLite rebuilds) and its rollback
+    journal, so the copy reads as the folder would: opening a database writes to it (its journal mode, a table a
+    newer pelab added, a received -wal merged or a hot journal rolled back), and verify leaves a received folder as
+    it came, read-only ones included. The folder is checked first
     (``StudyFolder.check``: no link, no FIFO where pelab keeps a file)."""
+    from pelab.files import check_regular
     from pelab.study.folder import StudyFolder
     from pelab.study.store import DB_NAME
 
     StudyFolder(folder).check()
     with tempfile.TemporaryDirectory(prefix="pelab-verify-") as tmp:
-        for suffix in ("", "-wal"):
-            if os.path.lexists(folder / (DB_NAME + suffix)):
-                shutil.copyfile(folder / (DB_NAME + suffix), Path(tmp) / (DB_NAME + suffix))
+        for suffix in ("", "-wal", "-journal"):  # a hot journal rolls the database back when it is opened in place
+            src = folder / (DB_NAME + suffix)
+            if os.path.lexists(src):
+                check_regular(src, "a file of the database", "move it away")  # never through a link, never a FIFO
+                shutil.copyfile(src, Path(tmp) / (DB_NAME + suffix))
         yield Path(tmp)
 
 
@@ -267,6 +280,8 @@ def unjudged(row: dict[str, Any], device: Any) -> str | None:
     made_on = str(row.get("device", "cpu"))
     if made_on.split(":")[0] != device.type:
         return f"{made_on}, trained again on {device.type}"
+    if device.type != "cpu":  # CUDA's training kernels are not deterministic: bit for bit is a CPU's promise
+        return f"{made_on} (training on a GPU is not bit for bit)"
     recorded = trained_on(row)
     if recorded is None:
         return f"a {device.type.upper()} it did not record"
@@ -327,6 +342,7 @@ def check_one(folder: str, row: dict[str, Any], tol: float, device: str, retrain
 
     try:
         cfg = RunConfig.model_validate(row["config"])
+        tol = tol if cfg.train.precision == "fp32" else max(tol, BF16_TOLERANCE)
         out = Checked(row["run_id"], arm_label(cfg))
         dev = resolve_device(device)
         for twin in twins:  # seeds of one arm never train to the same weights: one file copied over another
@@ -335,8 +351,9 @@ def check_one(folder: str, row: dict[str, Any], tol: float, device: str, retrain
             record_of(stored_weights(Path(folder), row["run_id"], cfg), cfg, row, tol, dev, out, measures)
         if retrain:
             why = retrain_one(Path(folder), row, cfg, tol, dev, out, {} if has_weights else measures, has_weights)
-            if why is not None:
+            if why is not None and not has_weights:
                 return why
+            out.not_trained = why  # its weights were checked; training it again was not
         return out
     except KeyboardInterrupt:
         raise
@@ -346,23 +363,22 @@ def check_one(folder: str, row: dict[str, Any], tol: float, device: str, retrain
 
 def kept_measures(kept: dict[tuple[str, str], tuple[str, Any]], run_id: str, digest: str | None, weights_gone: bool
                   ) -> tuple[dict[str, tuple[str, bool, Any]], int]:  # fmt: skip
-    """The measures a report would read of this run (``ReportContext._recall``): its own keys, of a measure pelab
-    has, taken on the checkpoint there now, or any where the weights are gone; {key: (name, at_init, value)}, and
-    how many kept rows no report reads (left out: one that names another run, or no measure, is never measured)."""
+    """The measures a report would read of this run (``ReportContext._recall``): its own keys, spelled as the report
+    spells them, taken on the checkpoint file there now (whole or not: the report compares the file's sha256), or
+    any where the file is gone; {key: (name, at_init, value)}, and how many kept rows no report reads (left out,
+    never measured)."""
     from pelab.analysis.measures import MEASURES
+    from pelab.report.context import _measure_key
 
+    readable = {_measure_key(name, run_id, at_init): (name, at_init) for name in MEASURES for at_init in (False, True)}
     out, ignored = {}, 0
     for (run, key), (taken_on, value) in kept.items():
         if run != run_id:
             continue
-        try:
-            tag, name, named_run, at_init = json.loads(key)
-        except (ValueError, TypeError):
-            tag = None
-        if tag != "measure" or named_run != run_id or name not in MEASURES or not isinstance(at_init, bool):
+        if key not in readable:  # the report looks a measure up by this exact text: any other is never read
             ignored += 1
         elif weights_gone or taken_on == digest:
-            out[key] = (name, at_init, value)
+            out[key] = (*readable[key], value)
     return out, ignored
 
 
@@ -385,17 +401,19 @@ def verify(
     import random
 
     from pelab.config import RunConfig
+    from pelab.device import resolve_device
     from pelab.records import same_computation
     from pelab.report.context import checkpoint_digest, measuring_code, report_pool
     from pelab.report.progress import LOAD, measure_cost
     from pelab.study.estimate import eval_seconds, run_seconds
     from pelab.study.folder import StudyFolder
     from pelab.study.progress import Pace
-    from pelab.study.protocol import changes, protocol_line, read_protocol
+    from pelab.study.protocol import changes, entries, protocol_line, read_protocol
     from pelab.study.store import Store
 
     folder = Path(folder)
     study = StudyFolder(folder)
+    here = resolve_device(device).type
     with private_database(folder) as copy, Store(copy, create=False) as store:
         stored = store.rows(quiet=True)
         excluded = list(store.excluded)
@@ -411,13 +429,20 @@ def verify(
         if record is None:
             found.design.append("no protocol.json: the design cannot be checked against a record made before training")
         else:
-            found.design += changes(record, design)
+            for change in changes(record, design):  # the rules' change is about reading, not about these runs
+                (found.notes if change.startswith("the rules") else found.design).append(change)
+            first, last = entries(record)[0], entries(record)[-1]
+            found.sha256 = {"rules": last["rules"]["sha256"], "study": last["study"]["sha256"],
+                            "first study": first["study"]["sha256"]}  # fmt: skip
         have = {r["run_id"] for r in stored} | {run_id for run_id, _ in excluded}
         missing = [run.run_id for run in study.load_design(design)[0].runs if run.run_id not in have]
         for run_id in missing:
             found.leave("in the study's design, not in its database (a study not finished, or a row removed)", run_id)
     found.runs = len(stored) + len(excluded) + len(missing)
-    read = {r["run_id"] for r in same_computation([r for r in stored if r["status"] == "done"])}
+    ids = None if design is None else {run.run_id for run in study.load_design(design)[0].runs}
+    ours = [r for r in stored if ids is None or r["run_id"] in ids]  # the report reads the design's rows alone
+    read = {r["run_id"] for r in same_computation([r for r in ours if r["status"] == "done"])}
+    read |= {r["run_id"] for r in stored if r["status"] == "done" and ids is not None and r["run_id"] not in ids}
     ok = {r["run_id"]: (
         r["status"] == "done" and r["run_id"] in read and os.path.lexists(study.checkpoint(r["run_id"]))
         and study.has_checkpoint(r["run_id"], RunConfig.model_validate(r["config"]).model)
@@ -425,22 +450,26 @@ def verify(
     again = set(retrain or ())
     if retrain_some:  # what the weights cannot check first: a forger removes the checkpoints of the runs edited
         rng = random.Random(draw)
-        pool = [r["run_id"] for r in stored if r["run_id"] not in again]
+        pool = [r["run_id"] for r in ours if r["run_id"] not in again and r["status"] != "failed"]
         first = [r for r in pool if not ok[r]]
         rest = [r for r in pool if ok[r]]
         found.drawn = rng.sample(first, min(retrain_some, len(first)))
         found.drawn += rng.sample(rest, min(retrain_some - len(found.drawn), len(rest)))
         again |= set(found.drawn)
-    digests = {r["run_id"]: checkpoint_digest(folder, r["run_id"]) for r in stored if ok[r["run_id"]]}
-    by_arm: dict[tuple[str, str | None], list[str]] = defaultdict(list)
+    # the file's sha256 wherever there is a file, whole or not: the report reads a kept measure by it
+    digests = {r["run_id"]: checkpoint_digest(folder, r["run_id"]) for r in stored}
+    same_file: dict[str | None, list[str]] = defaultdict(list)
     for r in stored:
         if ok[r["run_id"]]:
-            by_arm[(RunConfig.model_validate(r["config"]).arm_id, digests[r["run_id"]])].append(r["run_id"])
+            same_file[digests[r["run_id"]]].append(r["run_id"])
+    trained_by = {r["run_id"]: _training(r["config"]) for r in stored}
     jobs, costs, ignored = [], {}, 0
     for r in stored:
         rid, status = r["run_id"], r["status"]
         if rid not in again and not ok[rid]:
-            if status != "done":
+            if status == "failed":
+                found.leave("failed when it trained (a machine's failure: nothing of its config to check)", rid)
+            elif status != "done":
                 found.leave(f"ended {status} (train it again with --retrain: it must end so again)", rid)
             elif rid not in read:
                 found.leave("trained by an older computation (the report leaves it out)", rid)
@@ -451,14 +480,15 @@ def verify(
             continue
         cfg = RunConfig.model_validate(r["config"])
         made_on = str(r.get("device", "cpu")).split(":")[0]
-        if cfg.train.precision != "fp32" and made_on != device.split(":")[0] and ok[rid] and rid not in again:
+        if cfg.train.precision != "fp32" and made_on != here and ok[rid] and rid not in again:
             # bf16 rounds differently on another kind of device (unmeasured): told where to check, never accused
             found.leave(f"evaluated in {cfg.train.precision} on {made_on}: run verify there (--device)", rid)
             continue
         gone = not os.path.lexists(study.checkpoint(rid))
         measures, skipped = kept_measures(kept, rid, digests.get(rid), gone)
         ignored += skipped
-        twins = [o for o in by_arm[(cfg.arm_id, digests.get(rid))] if o != rid] if ok[rid] else []
+        # seeds, rates or budgets never train to one file: a copy over another run's (evaluation settings may)
+        twins = [o for o in same_file[digests[rid]] if trained_by[o] != trained_by[rid]] if ok[rid] else []
         jobs.append((str(folder), r, tol, device, rid in again, ok[rid], measures, twins))
         m = cfg.model
         costs[rid] = (
@@ -487,6 +517,13 @@ def verify(
         else:
             found.checked.append(outcome)
     return found
+
+
+def _training(config: dict[str, Any]) -> tuple:
+    """What decides a run's trained weights besides its model: its seed and training settings (not how it is
+    evaluated). Two runs that differ here never train to one file."""
+    t = config.get("train", {})
+    return config.get("seed"), t.get("lr"), t.get("steps"), t.get("batch_size"), json.dumps(config.get("task"))
 
 
 def _as_done(pool: Executor, jobs: list[tuple]) -> Iterator[tuple[str, Checked | str]]:

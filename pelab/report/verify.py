@@ -323,12 +323,12 @@ def retrain_one(folder: Path, row: dict[str, Any], cfg: RunConfig, tol: float, d
                 moved)  # fmt: skip
         compare(row["curve"], result.curve, tol, into, "curve", moved)
         again = load(Path(tmp) / "model.safetensors")
-        record_of(again, cfg, row, tol, device, into, measures, moved)
         if has_weights and not moved:  # the stored weights are what this config trains, or another model
             stored = stored_weights(folder, row["run_id"], cfg).state_dict()
-            same = all(torch.equal(t, stored[k]) for k, t in again.state_dict().items())
-            if not same:
-                into.differences.append(Difference("weights", "the stored checkpoint", "not what its config trains"))
+            if all(torch.equal(t, stored[k]) for k, t in again.state_dict().items()):
+                return None  # the very weights whose record was just checked: their numbers again would be the same
+            into.differences.append(Difference("weights", "the stored checkpoint", "not what its config trains"))
+        record_of(again, cfg, row, tol, device, into, measures, moved)
     return None
 
 
@@ -391,13 +391,15 @@ def verify(
     device: str = "cpu",
     on_run: OnProgress | None = None,
     workers: int | None = None,
+    db: Path | None = None,
 ) -> Verification:
     """Check every finished run of the study in ``folder`` whose weights are there and whole against them (with the
     measures a report would read of them), and train again the runs named in ``retrain`` (run ids, finished or not)
     and ``retrain_some`` more drawn by ``draw`` (the runs the weights cannot check first). A run that is neither,
     and a run of the study's design that the database lacks, is listed as unchecked, with why; a design that is not
     the one protocol.json fixed is said. ``on_run`` is told (done, of how many, time left) after each run.
-    ``workers``: processes (default one per core, ``report_pool``). Reads only; writes nothing in the folder."""
+    ``workers``: processes (default one per core, ``report_pool``). ``db``: a private copy of the folder's database
+    already made (``private_database``), else one is made. Reads only; writes nothing in the folder."""
     import random
 
     from pelab.config import RunConfig
@@ -414,7 +416,7 @@ def verify(
     folder = Path(folder)
     study = StudyFolder(folder)
     here = resolve_device(device).type
-    with private_database(folder) as copy, Store(copy, create=False) as store:
+    with contextlib.nullcontext(db) if db else private_database(folder) as copy, Store(copy, create=False) as store:
         stored = store.rows(quiet=True)
         excluded = list(store.excluded)
         kept = store.stored_measures(measuring_code())
@@ -434,18 +436,22 @@ def verify(
             first, last = entries(record)[0], entries(record)[-1]
             found.sha256 = {"rules": last["rules"]["sha256"], "study": last["study"]["sha256"],
                             "first study": first["study"]["sha256"]}  # fmt: skip
+        ids: set[str] | None = {run.run_id for run in study.load_design(design)[0].runs}
         have = {r["run_id"] for r in stored} | {run_id for run_id, _ in excluded}
-        missing = [run.run_id for run in study.load_design(design)[0].runs if run.run_id not in have]
+        missing = [run_id for run_id in sorted(ids) if run_id not in have]
         for run_id in missing:
             found.leave("in the study's design, not in its database (a study not finished, or a row removed)", run_id)
+    else:
+        ids = None
     found.runs = len(stored) + len(excluded) + len(missing)
-    ids = None if design is None else {run.run_id for run in study.load_design(design)[0].runs}
+    configs = {r["run_id"]: RunConfig.model_validate(r["config"]) for r in stored}  # rows that hold together validate
     ours = [r for r in stored if ids is None or r["run_id"] in ids]  # the report reads the design's rows alone
     read = {r["run_id"] for r in same_computation([r for r in ours if r["status"] == "done"])}
+    # a finished row outside the design: the report never reads it; checked as it stands, never called an older one
     read |= {r["run_id"] for r in stored if r["status"] == "done" and ids is not None and r["run_id"] not in ids}
     ok = {r["run_id"]: (
         r["status"] == "done" and r["run_id"] in read and os.path.lexists(study.checkpoint(r["run_id"]))
-        and study.has_checkpoint(r["run_id"], RunConfig.model_validate(r["config"]).model)
+        and study.has_checkpoint(r["run_id"], configs[r["run_id"]].model)
     ) for r in stored}  # fmt: skip
     again = set(retrain or ())
     if retrain_some:  # what the weights cannot check first: a forger removes the checkpoints of the runs edited
@@ -478,14 +484,14 @@ def verify(
             else:
                 found.leave("a damaged checkpoint, or one of another model", rid)
             continue
-        cfg = RunConfig.model_validate(r["config"])
+        cfg = configs[rid]
         made_on = str(r.get("device", "cpu")).split(":")[0]
         if cfg.train.precision != "fp32" and made_on != here and ok[rid] and rid not in again:
             # bf16 rounds differently on another kind of device (unmeasured): told where to check, never accused
             found.leave(f"evaluated in {cfg.train.precision} on {made_on}: run verify there (--device)", rid)
             continue
         gone = not os.path.lexists(study.checkpoint(rid))
-        measures, skipped = kept_measures(kept, rid, digests.get(rid), gone)
+        measures, skipped = kept_measures(kept, rid, digests[rid], gone)
         ignored += skipped
         # seeds, rates or budgets never train to one file: a copy over another run's (evaluation settings may)
         twins = [o for o in same_file[digests[rid]] if trained_by[o] != trained_by[rid]] if ok[rid] else []

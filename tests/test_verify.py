@@ -577,3 +577,12 @@ def test_a_run_not_trained_again_keeps_its_weights_check(copy: Path) -> None:
     found = verify(copy, retrain=[rid])
     assert [(c.run_id, d.where) for c in found.differing for d in c.differences] == [(rid, "metrics.acc")]
     assert next(c for c in found.checked if c.run_id == rid).not_trained.startswith("it records 2000 threads")
+
+
+def test_a_stored_reason_reaches_the_terminal_with_its_control_characters_shown(copy: Path) -> None:
+    rid, _ = _row(copy, "metrics")
+    os.unlink(copy / "checkpoints" / f"{rid}.safetensors")
+    _edit(copy, "UPDATE runs SET status = 'failed', reason = ? WHERE run_id = ?", "OSError: \x1b[2J\x07gone", rid)
+    r = CliRunner().invoke(app, ["verify", str(copy), "--retrain", rid])
+    assert r.exit_code == 3 and "it failed when it trained (OSError: \\x1b[2J\\x07gone)" in r.output, r.output
+    assert "\x1b" not in r.output and "\x07" not in r.output

@@ -80,17 +80,18 @@ def verify(
     StudyFolder(out).check()  # a received folder with a link or a FIFO where pelab keeps a file: one line
     if not (out / DB_NAME).is_file():
         raise PelabError(f"out: {out} holds no pelab study (no {DB_NAME})")
-    with private_database(out) as copy, Store(copy, create=False) as store:  # read from a copy: nothing written
-        confirm_recorded(store.plugin_records(), plugin, trust_plugins, f"the study in {out}")  # before its rows
-        stored = sorted(r["run_id"] for r in store.rows(quiet=True))
-    named = [_one(prefix, stored, out) for prefix in retrain or []]
-    seed = (draw if draw is not None else secrets.randbelow(2**31)) if retrain_some else 0
-    found, seconds = _told(
-        "runs", "recomputing the stored runs' numbers",
-        lambda on: run_verify(out, tol=tol, retrain=named, retrain_some=retrain_some, draw=seed, device=device,
-                              on_run=on),
-        "verify",
-    )  # fmt: skip
+    with private_database(out) as copy:  # one copy of the database, for this command and for verify: none written
+        with Store(copy, create=False) as store:
+            confirm_recorded(store.plugin_records(), plugin, trust_plugins, f"the study in {out}")  # before its rows
+            stored = sorted(r["run_id"] for r in store.rows(quiet=True))
+        named = [_one(prefix, stored, out) for prefix in retrain or []]  # a bad id: one line before any work
+        seed = (draw if draw is not None else secrets.randbelow(2**31)) if retrain_some else 0
+        found, seconds = _told(
+            "runs", "recomputing the stored runs' numbers",
+            lambda on: run_verify(out, tol=tol, retrain=named, retrain_some=retrain_some, draw=seed, device=device,
+                                  on_run=on, db=copy),
+            "verify",
+        )  # fmt: skip
     if retrain_some:
         console.print(f"verify: trained again {len(found.drawn)} run(s) drawn at random (--draw {seed})")
     if json_out is not None:
@@ -147,12 +148,11 @@ def _say(found: Verification, tol: float, seconds: float) -> int:
             console.print(_line(c.run_id, d) + escape(visible(f"  (made on {c.drift})")), style="yellow")
     for c in found.checked:
         if c.not_trained:
-            console.print(
-                f"[yellow]verify: {c.run_id} checked from its weights, not trained again: {escape(c.not_trained)}[/]"
-            )
+            why = escape(visible(c.not_trained))  # a reason can quote a stored row's text
+            console.print(f"[yellow]verify: {c.run_id} checked from its weights, not trained again: {why}[/]")
     for why, ids in found.unchecked.items():
         first = ", ".join(visible(i) for i in ids[:IDS]) + (", ... (all: --json)" if len(ids) > IDS else "")
-        console.print(f"[yellow]verify: {len(ids)} run(s) not checked: {escape(why)}: {escape(first)}[/]")
+        console.print(f"[yellow]verify: {len(ids)} run(s) not checked: {escape(visible(why))}: {escape(first)}[/]")
     for problem in found.design:
         console.print(f"[yellow]verify: the design: {escape(visible(problem))}[/]")
     for note in found.notes:
